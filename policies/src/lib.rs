@@ -1,0 +1,3 @@
+//! # sparserl-policies
+//!
+//! The policy that proposes kernel variants for a matrix's features.

@@ -1,0 +1,14 @@
+//! # sparserl-rt
+//!
+//! Runtime half of SparseRL. Host-side pieces shared with the build helper
+//! (CSR matrices, Matrix Market reading, synthetic pattern generators, the
+//! feature vector, kernel variants) plus the device side (context, uploads,
+//! module loading, typed launches, measurement).
+
+#![warn(missing_docs)]
+
+pub mod csr;
+pub mod variant;
+
+pub use csr::{Csr, CsrError};
+pub use variant::{Strategy, ValueType, Variant};

@@ -1,0 +1,254 @@
+//! Kernel variants: a point of the design space as a plain data value.
+//!
+//! A [`Variant`] names a strategy (how rows are mapped to threads) plus the
+//! mapping parameters and fine knobs. It is `const`-constructible so the
+//! generated module can embed the chosen variant as a constant, and it is
+//! serde-serializable so lock files and measurement logs can record it.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Element type of a kernel's values, `x` and `y`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueType {
+    /// 32-bit IEEE float.
+    F32,
+    /// 64-bit IEEE float.
+    F64,
+}
+
+impl ValueType {
+    /// Size of one value in bytes.
+    pub const fn size(self) -> usize {
+        match self {
+            ValueType::F32 => 4,
+            ValueType::F64 => 8,
+        }
+    }
+    /// The CUDA C++ type name.
+    pub const fn cuda_name(self) -> &'static str {
+        match self {
+            ValueType::F32 => "float",
+            ValueType::F64 => "double",
+        }
+    }
+    /// The name used in descriptors (`"f32"` / `"f64"`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ValueType::F32 => "f32",
+            ValueType::F64 => "f64",
+        }
+    }
+    /// Both value types.
+    pub const ALL: [ValueType; 2] = [ValueType::F32, ValueType::F64];
+}
+
+impl fmt::Display for ValueType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Top level of the design space: how work is mapped to threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// CSR, one thread per row.
+    ThreadPerRow,
+    /// CSR, a group of `lanes` (2..=32, power of two) lanes per row, shuffle reduction.
+    GroupPerRow,
+    /// CSR, one thread block per row (for very long rows), shared-memory reduction.
+    BlockPerRow,
+    /// CSR, nnz-balanced (merge-path style): every thread owns `items` consecutive
+    /// nonzeros, finds its row by binary search and adds partial row sums with
+    /// atomics at row ends. Safe and balanced for any row-length distribution.
+    NnzSplit,
+}
+
+impl Strategy {
+    /// Every strategy the generator knows.
+    pub const ALL: [Strategy; 4] = [
+        Strategy::ThreadPerRow,
+        Strategy::GroupPerRow,
+        Strategy::BlockPerRow,
+        Strategy::NnzSplit,
+    ];
+    /// Short stable name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Strategy::ThreadPerRow => "thread-per-row",
+            Strategy::GroupPerRow => "group-per-row",
+            Strategy::BlockPerRow => "block-per-row",
+            Strategy::NnzSplit => "nnz-split",
+        }
+    }
+}
+
+/// One point of the design space.
+///
+/// Fields that a strategy does not use are kept at their canonical value
+/// (see [`Variant::canonical`]) so that two equal kernels compare equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Variant {
+    /// Mapping strategy.
+    pub strategy: Strategy,
+    /// Threads per block (multiple of 32, 64..=1024).
+    pub block: u32,
+    /// Lanes cooperating on one row (`GroupPerRow` only; 2..=32, power of two). 1 otherwise.
+    pub lanes: u32,
+    /// Consecutive nonzeros per thread (`NnzSplit` only; 1..=16). 1 otherwise.
+    pub items: u32,
+    /// Unroll factor of the inner nonzero loop (1, 2, 4, 8).
+    pub unroll: u32,
+    /// Load `x` through the read-only data cache (`__ldg`).
+    pub ldg_x: bool,
+    /// Store `y` with streaming (evict-first) stores.
+    pub stream_y: bool,
+    /// `__launch_bounds__` minimum blocks per SM (0 = no hint); caps registers.
+    pub min_blocks: u32,
+}
+
+impl Variant {
+    /// A default variant of `strategy` with typical parameters.
+    pub const fn of(strategy: Strategy) -> Variant {
+        let v = Variant {
+            strategy,
+            block: 256,
+            lanes: 1,
+            items: 1,
+            unroll: 1,
+            ldg_x: true,
+            stream_y: false,
+            min_blocks: 0,
+        };
+        match strategy {
+            Strategy::GroupPerRow => Variant { lanes: 8, ..v },
+            Strategy::NnzSplit => Variant { items: 4, ..v },
+            _ => v,
+        }
+    }
+
+    /// The nnz-balanced fallback that is safe and reasonably fast for any shape.
+    pub const FALLBACK: Variant = Variant::of(Strategy::NnzSplit);
+
+    /// Fields the strategy ignores set to their canonical values.
+    pub const fn canonical(self) -> Variant {
+        let mut v = self;
+        match v.strategy {
+            Strategy::ThreadPerRow | Strategy::BlockPerRow => {
+                v.lanes = 1;
+                v.items = 1;
+            }
+            Strategy::GroupPerRow => v.items = 1,
+            Strategy::NnzSplit => {
+                v.lanes = 1;
+                v.unroll = 1;
+            }
+        }
+        v
+    }
+
+    /// Checks the parameter ranges; returns a description of the first violation.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.block % 32 != 0 || !(64..=1024).contains(&self.block) {
+            return Err(format!("block {} is not a multiple of 32 in 64..=1024", self.block));
+        }
+        if self.strategy == Strategy::GroupPerRow
+            && (!self.lanes.is_power_of_two() || !(2..=32).contains(&self.lanes))
+        {
+            return Err(format!("lanes {} is not a power of two in 2..=32", self.lanes));
+        }
+        if self.strategy == Strategy::NnzSplit && !(1..=16).contains(&self.items) {
+            return Err(format!("items {} is not in 1..=16", self.items));
+        }
+        if ![1, 2, 4, 8].contains(&self.unroll) {
+            return Err(format!("unroll {} is not one of 1, 2, 4, 8", self.unroll));
+        }
+        if self.min_blocks > 8 {
+            return Err(format!("min_blocks {} is above 8", self.min_blocks));
+        }
+        Ok(())
+    }
+
+    /// Whether `y` must be zeroed before the launch (strategies that accumulate with atomics).
+    pub const fn needs_zeroed_y(&self) -> bool {
+        matches!(self.strategy, Strategy::NnzSplit)
+    }
+
+    /// Grid size (number of blocks) for a matrix with `rows` rows and `nnz` nonzeros.
+    pub fn grid(&self, rows: usize, nnz: usize) -> u32 {
+        let work_items: usize = match self.strategy {
+            Strategy::ThreadPerRow => rows,
+            Strategy::GroupPerRow => rows * self.lanes as usize,
+            Strategy::BlockPerRow => return rows.clamp(1, i32::MAX as usize) as u32,
+            Strategy::NnzSplit => nnz.div_ceil(self.items as usize),
+        };
+        work_items
+            .div_ceil(self.block as usize)
+            .clamp(1, i32::MAX as usize) as u32
+    }
+
+    /// A short stable identifier, e.g. `group-per-row.b256.l8.u2.ldg`.
+    pub fn id(&self) -> String {
+        let v = self.canonical();
+        let mut s = format!("{}.b{}", v.strategy.as_str(), v.block);
+        if v.strategy == Strategy::GroupPerRow {
+            s += &format!(".l{}", v.lanes);
+        }
+        if v.strategy == Strategy::NnzSplit {
+            s += &format!(".i{}", v.items);
+        } else {
+            s += &format!(".u{}", v.unroll);
+        }
+        if v.ldg_x {
+            s += ".ldg";
+        }
+        if v.stream_y {
+            s += ".cs";
+        }
+        if v.min_blocks > 0 {
+            s += &format!(".m{}", v.min_blocks);
+        }
+        s
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_canonical() {
+        for s in Strategy::ALL {
+            let v = Variant::of(s);
+            v.validate().unwrap();
+            assert_eq!(v, v.canonical());
+        }
+    }
+
+    #[test]
+    fn grid_covers_work() {
+        let v = Variant::of(Strategy::GroupPerRow);
+        assert_eq!(v.grid(1000, 5000), (1000 * 8usize).div_ceil(256) as u32);
+        assert_eq!(Variant::FALLBACK.grid(10, 0), 1);
+        assert_eq!(Variant::of(Strategy::BlockPerRow).grid(7, 70), 7);
+    }
+
+    #[test]
+    fn invalid_parameters_are_named() {
+        let mut v = Variant::of(Strategy::GroupPerRow);
+        v.lanes = 3;
+        assert!(v.validate().unwrap_err().contains("lanes 3"));
+        v.lanes = 4;
+        v.block = 100;
+        assert!(v.validate().unwrap_err().contains("block 100"));
+    }
+}
