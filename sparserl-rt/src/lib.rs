@@ -12,3 +12,7 @@ pub mod variant;
 
 pub use csr::{Csr, CsrError};
 pub use variant::{Strategy, ValueType, Variant};
+pub mod features;
+pub mod kernel;
+pub use features::Features;
+pub use kernel::{KernelSpec, Provenance, TunedFor};
