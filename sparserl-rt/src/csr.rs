@@ -20,7 +20,9 @@ pub enum CsrError {
         row: usize,
     },
     /// `indices` and `values` lengths differ from `indptr[rows]`.
-    #[error("indices ({indices}) and values ({values}) must both have indptr[rows] = {nnz} entries")]
+    #[error(
+        "indices ({indices}) and values ({values}) must both have indptr[rows] = {nnz} entries"
+    )]
     NnzMismatch {
         /// nnz according to indptr
         nnz: usize,
@@ -106,7 +108,11 @@ impl Csr {
             let row = &indices[indptr[r] as usize..indptr[r + 1] as usize];
             for (k, &c) in row.iter().enumerate() {
                 if c as usize >= cols {
-                    return Err(CsrError::ColumnOutOfRange { row: r, col: c, cols });
+                    return Err(CsrError::ColumnOutOfRange {
+                        row: r,
+                        col: c,
+                        cols,
+                    });
                 }
                 if k > 0 && row[k - 1] >= c {
                     return Err(CsrError::UnsortedRow { row: r });

@@ -11,7 +11,7 @@ pub mod csr;
 pub mod variant;
 
 pub use csr::{Csr, CsrError};
-pub use variant::{Strategy, ValueType, Variant};
+pub use variant::{Strategy, ValueType, Variant, core_space};
 pub mod features;
 pub mod kernel;
 pub use features::Features;

@@ -153,12 +153,18 @@ impl Variant {
     /// Checks the parameter ranges; returns a description of the first violation.
     pub fn validate(&self) -> Result<(), String> {
         if self.block % 32 != 0 || !(64..=1024).contains(&self.block) {
-            return Err(format!("block {} is not a multiple of 32 in 64..=1024", self.block));
+            return Err(format!(
+                "block {} is not a multiple of 32 in 64..=1024",
+                self.block
+            ));
         }
         if self.strategy == Strategy::GroupPerRow
             && (!self.lanes.is_power_of_two() || !(2..=32).contains(&self.lanes))
         {
-            return Err(format!("lanes {} is not a power of two in 2..=32", self.lanes));
+            return Err(format!(
+                "lanes {} is not a power of two in 2..=32",
+                self.lanes
+            ));
         }
         if self.strategy == Strategy::NnzSplit && !(1..=16).contains(&self.items) {
             return Err(format!("items {} is not in 1..=16", self.items));
@@ -215,6 +221,52 @@ impl Variant {
     }
 }
 
+/// The core design space: every strategy crossed with its mapping parameters
+/// (block size, lanes, items, unroll) and the `x` load path. Fine knobs
+/// (`stream_y`, `min_blocks`) are left at their defaults here and explored by
+/// the search's refinement. Deterministic order, no duplicates.
+pub fn core_space() -> Vec<Variant> {
+    let mut out = Vec::new();
+    for ldg_x in [true, false] {
+        for block in [128, 256, 512] {
+            for unroll in [1, 2, 4] {
+                out.push(Variant {
+                    block,
+                    unroll,
+                    ldg_x,
+                    ..Variant::of(Strategy::ThreadPerRow)
+                });
+                for lanes in [2, 4, 8, 16, 32] {
+                    out.push(Variant {
+                        block,
+                        unroll,
+                        lanes,
+                        ldg_x,
+                        ..Variant::of(Strategy::GroupPerRow)
+                    });
+                }
+            }
+            for unroll in [1, 4] {
+                out.push(Variant {
+                    block,
+                    unroll,
+                    ldg_x,
+                    ..Variant::of(Strategy::BlockPerRow)
+                });
+            }
+            for items in [1, 2, 4, 8, 16] {
+                out.push(Variant {
+                    block,
+                    items,
+                    ldg_x,
+                    ..Variant::of(Strategy::NnzSplit)
+                });
+            }
+        }
+    }
+    out
+}
+
 impl fmt::Display for Variant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.id())
@@ -232,6 +284,18 @@ mod tests {
             v.validate().unwrap();
             assert_eq!(v, v.canonical());
         }
+    }
+
+    #[test]
+    fn core_space_is_valid_and_unique() {
+        let space = core_space();
+        let set: std::collections::HashSet<_> = space.iter().map(|v| v.id()).collect();
+        assert_eq!(set.len(), space.len());
+        for v in &space {
+            v.validate().unwrap();
+            assert_eq!(*v, v.canonical());
+        }
+        assert_eq!(space.len(), 2 * 3 * (3 * 6 + 2 + 5));
     }
 
     #[test]
