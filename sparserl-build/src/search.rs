@@ -1,0 +1,622 @@
+//! The measured search: policy proposals, evolutionary refinement, noise-aware
+//! finalist re-measurement, within a budget.
+//!
+//! The search is written against [`MeasureSource`], so the same code runs on
+//! a GPU (through `sparserl_rt::measure`, see [`crate::gpu`]) and in CPU tests
+//! against a recorded or simulated source.
+//!
+//! Algorithm:
+//! 1. Measure the policy's first `initial` proposals (a variant that fails the
+//!    correctness check on any sample is recorded and never chosen).
+//! 2. Generations: parents = the best `parents` correct variants; children by
+//!    mutating one parameter (strategy, block, lanes, items, unroll, `x` load
+//!    path, streaming stores, register cap) or crossing two parents; children
+//!    already measured are skipped. Stop when the budget (seconds or
+//!    candidates) is spent or `patience` generations bring no improvement
+//!    larger than 1%.
+//! 3. Finalists: the incumbent (best by first measurement) and up to
+//!    `finalists - 1` challengers are re-measured `rounds` times with
+//!    `final_reps` repetitions. A challenger replaces the incumbent only if
+//!    its median over rounds beats the incumbent's by more than the noise
+//!    (the larger relative spread of the two, at least `min_noise`).
+
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use sparserl_rt::{Strategy, Variant};
+use std::collections::HashMap;
+use thiserror::Error;
+
+/// A failure that stops the search (as opposed to a failing candidate, which
+/// is recorded and skipped).
+#[derive(Debug, Error)]
+pub enum SearchError {
+    /// The measurement source broke down (device lost, ...).
+    #[error("measurement failed: {0}")]
+    Source(String),
+    /// No candidate passed the correctness check.
+    #[error("no correct variant among {0} candidates")]
+    NoCorrectVariant(usize),
+}
+
+/// Result of measuring one variant on one sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleResult {
+    /// Passed the float64 reference check.
+    pub correct: bool,
+    /// Relative error against the reference.
+    pub rel_err: f64,
+    /// Effective bandwidth (compulsory bytes / median time), GB/s; 0 if not timed.
+    pub gbs: f64,
+    /// Median time, microseconds.
+    pub median_us: f64,
+    /// Error message when it failed.
+    pub error: Option<String>,
+}
+
+/// Where measurements come from.
+pub trait MeasureSource {
+    /// Number of samples of the pattern.
+    fn samples(&self) -> usize;
+    /// Measures `variant` on every sample with `reps` timed repetitions.
+    /// Returns per-sample results and the seconds the call cost.
+    fn measure(
+        &mut self,
+        variant: &Variant,
+        reps: u32,
+    ) -> Result<(Vec<SampleResult>, f64), SearchError>;
+}
+
+/// One entry of the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    /// Variant id.
+    pub variant: Variant,
+    /// Phase: `policy`, `mutate`, `crossover`, `final`.
+    pub phase: String,
+    /// Geometric mean GB/s over samples (0 when incorrect).
+    pub gbs: f64,
+    /// Worst relative error over samples.
+    pub rel_err: f64,
+    /// Correct on every sample.
+    pub correct: bool,
+    /// Seconds spent.
+    pub seconds: f64,
+    /// Error message if any.
+    pub error: Option<String>,
+}
+
+/// Search settings.
+#[derive(Debug, Clone)]
+pub struct SearchConfig {
+    /// Time budget, seconds (sum of measurement costs).
+    pub budget_seconds: f64,
+    /// Maximum distinct candidates measured.
+    pub max_candidates: usize,
+    /// Policy proposals measured first.
+    pub initial: usize,
+    /// Parents per generation.
+    pub parents: usize,
+    /// Children per generation.
+    pub children: usize,
+    /// Generations without >1% improvement before stopping.
+    pub patience: usize,
+    /// Finalists re-measured (incumbent included).
+    pub finalists: usize,
+    /// Re-measurement rounds per finalist.
+    pub rounds: usize,
+    /// Repetitions per measurement during exploration.
+    pub reps: u32,
+    /// Repetitions per finalist measurement.
+    pub final_reps: u32,
+    /// Noise floor (relative).
+    pub min_noise: f64,
+    /// RNG seed.
+    pub seed: u64,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            budget_seconds: 30.0,
+            max_candidates: 96,
+            initial: 12,
+            parents: 4,
+            children: 8,
+            patience: 3,
+            finalists: 3,
+            rounds: 3,
+            reps: 20,
+            final_reps: 60,
+            min_noise: 0.01,
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// What the search found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TuneOutcome {
+    /// The winner.
+    pub winner: Variant,
+    /// Winner's GB/s (median over final rounds, geomean over samples).
+    pub gbs: f64,
+    /// Distinct candidates measured.
+    pub candidates: usize,
+    /// Seconds spent.
+    pub seconds: f64,
+    /// Why the search stopped.
+    pub stopped: String,
+    /// Every measurement, in order.
+    pub trials: Vec<Trial>,
+}
+
+fn geomean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (mut s, mut n) = (0.0, 0usize);
+    for x in xs {
+        s += x.max(1e-12).ln();
+        n += 1;
+    }
+    if n == 0 { 0.0 } else { (s / n as f64).exp() }
+}
+
+fn summarize(variant: Variant, phase: &str, res: &[SampleResult], seconds: f64) -> Trial {
+    let correct = !res.is_empty() && res.iter().all(|r| r.correct);
+    Trial {
+        variant,
+        phase: phase.to_string(),
+        gbs: if correct {
+            geomean(res.iter().map(|r| r.gbs))
+        } else {
+            0.0
+        },
+        rel_err: res.iter().map(|r| r.rel_err).fold(0.0, f64::max),
+        correct,
+        seconds,
+        error: res.iter().find_map(|r| r.error.clone()),
+    }
+}
+
+/// Mutates one parameter of `v` (result is canonical and valid).
+pub fn mutate(v: &Variant, rng: &mut impl Rng) -> Variant {
+    for _ in 0..32 {
+        let mut c = *v;
+        match rng.random_range(0..8) {
+            0 => {
+                let s = *Strategy::ALL.choose(rng).unwrap_or(&Strategy::NnzSplit);
+                c = Variant {
+                    block: v.block,
+                    ldg_x: v.ldg_x,
+                    ..Variant::of(s)
+                };
+            }
+            1 => c.block = *[64, 128, 256, 512, 1024].choose(rng).unwrap_or(&256),
+            2 => c.lanes = *[2, 4, 8, 16, 32].choose(rng).unwrap_or(&8),
+            3 => c.items = *[1, 2, 3, 4, 6, 8, 12, 16].choose(rng).unwrap_or(&4),
+            4 => c.unroll = *[1, 2, 4, 8].choose(rng).unwrap_or(&1),
+            5 => c.ldg_x = !c.ldg_x,
+            6 => c.stream_y = !c.stream_y,
+            _ => c.min_blocks = *[0, 1, 2, 4].choose(rng).unwrap_or(&0),
+        }
+        let c = c.canonical();
+        if c != *v && c.validate().is_ok() {
+            return c;
+        }
+    }
+    *v
+}
+
+/// Uniform crossover of two parents (strategy from one of them).
+pub fn crossover(a: &Variant, b: &Variant, rng: &mut impl Rng) -> Variant {
+    let pick = |rng: &mut ChaCha8Rng, x: u32, y: u32| if rng.random_bool(0.5) { x } else { y };
+    let mut r = ChaCha8Rng::seed_from_u64(rng.random());
+    let mut c = if r.random_bool(0.5) { *a } else { *b };
+    c.block = pick(&mut r, a.block, b.block);
+    c.lanes = pick(&mut r, a.lanes.max(2), b.lanes.max(2));
+    c.items = pick(&mut r, a.items, b.items);
+    c.unroll = pick(&mut r, a.unroll, b.unroll);
+    c.min_blocks = pick(&mut r, a.min_blocks, b.min_blocks);
+    c.ldg_x = if r.random_bool(0.5) { a.ldg_x } else { b.ldg_x };
+    c.stream_y = if r.random_bool(0.5) {
+        a.stream_y
+    } else {
+        b.stream_y
+    };
+    let c = c.canonical();
+    if c.validate().is_ok() { c } else { *a }
+}
+
+/// Runs the search. `proposals` come from the policy, best first.
+pub fn search(
+    proposals: &[Variant],
+    source: &mut dyn MeasureSource,
+    cfg: &SearchConfig,
+) -> Result<TuneOutcome, SearchError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let mut trials: Vec<Trial> = Vec::new();
+    let mut seen: HashMap<Variant, f64> = HashMap::new(); // variant -> gbs (0 = incorrect)
+    let mut spent = 0.0;
+    let mut stopped = String::from("search space exhausted");
+
+    let over_budget = |spent: f64, n: usize| spent >= cfg.budget_seconds || n >= cfg.max_candidates;
+
+    let mut try_variant = |v: Variant,
+                           phase: &str,
+                           seen: &mut HashMap<Variant, f64>,
+                           trials: &mut Vec<Trial>,
+                           spent: &mut f64|
+     -> Result<bool, SearchError> {
+        let v = v.canonical();
+        if seen.contains_key(&v) || v.validate().is_err() {
+            return Ok(false);
+        }
+        let (res, secs) = source.measure(&v, cfg.reps)?;
+        *spent += secs;
+        let t = summarize(v, phase, &res, secs);
+        seen.insert(v, t.gbs);
+        trials.push(t);
+        Ok(true)
+    };
+
+    for p in proposals.iter().take(cfg.initial) {
+        if over_budget(spent, seen.len()) {
+            stopped = "budget spent during policy proposals".into();
+            break;
+        }
+        try_variant(*p, "policy", &mut seen, &mut trials, &mut spent)?;
+    }
+
+    let best_of = |seen: &HashMap<Variant, f64>| {
+        seen.iter()
+            .filter(|(_, g)| **g > 0.0)
+            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(v, g)| (*v, *g))
+    };
+
+    let mut stale = 0;
+    'gens: while !over_budget(spent, seen.len()) {
+        let mut ranked: Vec<(Variant, f64)> = seen
+            .iter()
+            .filter(|(_, g)| **g > 0.0)
+            .map(|(v, g)| (*v, *g))
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(cfg.parents.max(1));
+        if ranked.is_empty() {
+            // Nothing correct yet: fall back to the always-safe variant.
+            if !try_variant(
+                Variant::FALLBACK,
+                "mutate",
+                &mut seen,
+                &mut trials,
+                &mut spent,
+            )? {
+                break;
+            }
+            continue;
+        }
+        let before = ranked[0].1;
+        let mut new = 0;
+        for i in 0..cfg.children {
+            if over_budget(spent, seen.len()) {
+                stopped = "budget spent".into();
+                break 'gens;
+            }
+            let a = ranked[i % ranked.len()].0;
+            let (child, phase) = if i % 3 == 2 && ranked.len() > 1 {
+                let b = ranked[(i / 3 + 1) % ranked.len()].0;
+                (crossover(&a, &b, &mut rng), "crossover")
+            } else {
+                (mutate(&a, &mut rng), "mutate")
+            };
+            if try_variant(child, phase, &mut seen, &mut trials, &mut spent)? {
+                new += 1;
+            }
+        }
+        let after = best_of(&seen).map(|b| b.1).unwrap_or(0.0);
+        if after > before * 1.01 {
+            stale = 0;
+        } else {
+            stale += 1;
+        }
+        if stale >= cfg.patience {
+            stopped = format!("no improvement in {} generations", cfg.patience);
+            break;
+        }
+        if new == 0 && stale > 0 {
+            stopped = "no new candidates".into();
+            break;
+        }
+    }
+    if over_budget(spent, seen.len()) && !stopped.starts_with("budget") {
+        stopped = "budget spent".into();
+    }
+
+    // Finalists.
+    let mut ranked: Vec<(Variant, f64)> = seen
+        .iter()
+        .filter(|(_, g)| **g > 0.0)
+        .map(|(v, g)| (*v, *g))
+        .collect();
+    if ranked.is_empty() {
+        return Err(SearchError::NoCorrectVariant(seen.len()));
+    }
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.truncate(cfg.finalists.max(1));
+    let mut rounds: Vec<Vec<f64>> = vec![Vec::new(); ranked.len()];
+    for _ in 0..cfg.rounds.max(1) {
+        for (i, (v, _)) in ranked.iter().enumerate() {
+            let (res, secs) = source.measure(v, cfg.final_reps)?;
+            spent += secs;
+            let t = summarize(*v, "final", &res, secs);
+            rounds[i].push(t.gbs);
+            trials.push(t);
+        }
+    }
+    let stats: Vec<(f64, f64)> = rounds
+        .iter()
+        .map(|r| {
+            let mut s = r.clone();
+            s.sort_by(f64::total_cmp);
+            let med = s[s.len() / 2];
+            let spread = if med > 0.0 {
+                (s[s.len() - 1] - s[0]) / med
+            } else {
+                f64::INFINITY
+            };
+            (med, spread)
+        })
+        .collect();
+    let mut inc = 0;
+    for i in 1..ranked.len() {
+        let (cm, cs) = stats[i];
+        let (im, is) = stats[inc];
+        let noise = cs.max(is).max(cfg.min_noise);
+        if im <= 0.0 || (cm > 0.0 && cm > im * (1.0 + noise)) {
+            inc = i;
+        }
+    }
+    if stats[inc].0 <= 0.0 {
+        return Err(SearchError::NoCorrectVariant(seen.len()));
+    }
+    Ok(TuneOutcome {
+        winner: ranked[inc].0,
+        gbs: stats[inc].0,
+        candidates: seen.len(),
+        seconds: spent,
+        stopped,
+        trials,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic simulated GPU: a score per variant, optional noise, some
+    /// variants wrong.
+    struct Sim {
+        samples: usize,
+        cost: f64,
+        noise: f64,
+        rng: ChaCha8Rng,
+        wrong: fn(&Variant) -> bool,
+        score: fn(&Variant) -> f64,
+        calls: usize,
+    }
+
+    impl MeasureSource for Sim {
+        fn samples(&self) -> usize {
+            self.samples
+        }
+        fn measure(
+            &mut self,
+            v: &Variant,
+            _reps: u32,
+        ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+            self.calls += 1;
+            let res = (0..self.samples)
+                .map(|_| {
+                    let wrong = (self.wrong)(v);
+                    let jitter = 1.0 + self.noise * (self.rng.random::<f64>() - 0.5);
+                    SampleResult {
+                        correct: !wrong,
+                        rel_err: if wrong { 0.5 } else { 1e-7 },
+                        gbs: if wrong { 0.0 } else { (self.score)(v) * jitter },
+                        median_us: 10.0,
+                        error: None,
+                    }
+                })
+                .collect();
+            Ok((res, self.cost))
+        }
+    }
+
+    fn score(v: &Variant) -> f64 {
+        let base = match v.strategy {
+            Strategy::GroupPerRow => 1000.0 + 50.0 * (v.lanes as f64).log2(),
+            Strategy::NnzSplit => 900.0,
+            Strategy::ThreadPerRow => 500.0,
+            Strategy::BlockPerRow => 100.0,
+        };
+        base + if v.stream_y { 30.0 } else { 0.0 } + v.block as f64 / 100.0
+    }
+
+    fn sim(wrong: fn(&Variant) -> bool, noise: f64, cost: f64) -> Sim {
+        Sim {
+            samples: 2,
+            cost,
+            noise,
+            rng: ChaCha8Rng::seed_from_u64(1),
+            wrong,
+            score,
+            calls: 0,
+        }
+    }
+
+    fn proposals() -> Vec<Variant> {
+        sparserl_policies::Prior
+            .propose(
+                &sparserl_rt::Features {
+                    mean_row: 6.0,
+                    p90_row: 9.0,
+                    p99_row: 12.0,
+                    ..Default::default()
+                },
+                sparserl_rt::ValueType::F32,
+                12,
+            )
+            .into_iter()
+            .map(|p| p.variant)
+            .collect()
+    }
+
+    use sparserl_policies::Policy;
+
+    #[test]
+    fn a_wrong_variant_is_never_chosen() {
+        // The fastest family (8+ lanes) is wrong: it must never win.
+        let mut s = sim(
+            |v| v.strategy == Strategy::GroupPerRow && v.lanes >= 8,
+            0.0,
+            0.1,
+        );
+        let out = search(&proposals(), &mut s, &SearchConfig::default()).unwrap();
+        assert!(!(out.winner.strategy == Strategy::GroupPerRow && out.winner.lanes >= 8));
+        assert!(
+            out.trials.iter().any(|t| !t.correct),
+            "the wrong variant was tried"
+        );
+        for t in out.trials.iter().filter(|t| t.variant == out.winner) {
+            assert!(t.correct);
+        }
+    }
+
+    #[test]
+    fn finds_the_best_of_a_simple_landscape() {
+        let mut s = sim(|_| false, 0.0, 0.1);
+        let cfg = SearchConfig {
+            max_candidates: 200,
+            budget_seconds: 100.0,
+            patience: 6,
+            ..Default::default()
+        };
+        let out = search(&proposals(), &mut s, &cfg).unwrap();
+        assert_eq!(out.winner.strategy, Strategy::GroupPerRow);
+        assert_eq!(out.winner.lanes, 32);
+        assert!(out.winner.stream_y);
+    }
+
+    #[test]
+    fn the_budget_is_respected() {
+        let mut s = sim(|_| false, 0.0, 1.0);
+        let cfg = SearchConfig {
+            budget_seconds: 10.0,
+            ..Default::default()
+        };
+        let out = search(&proposals(), &mut s, &cfg).unwrap();
+        let explore: f64 = out
+            .trials
+            .iter()
+            .filter(|t| t.phase != "final")
+            .map(|t| t.seconds)
+            .sum();
+        assert!(explore <= 10.0 + 1e-9, "exploration spent {explore}");
+        assert!(out.stopped.contains("budget"));
+        let cfg = SearchConfig {
+            max_candidates: 5,
+            budget_seconds: 1e9,
+            ..Default::default()
+        };
+        let out = search(&proposals(), &mut sim(|_| false, 0.0, 1.0), &cfg).unwrap();
+        assert_eq!(out.candidates, 5);
+    }
+
+    #[test]
+    fn a_noisy_tie_does_not_flip_the_incumbent() {
+        // Two finalists whose true speeds are equal, measured with 5% noise:
+        // the first-ranked incumbent stays.
+        struct Tie(ChaCha8Rng, Variant, Variant);
+        impl MeasureSource for Tie {
+            fn samples(&self) -> usize {
+                1
+            }
+            fn measure(
+                &mut self,
+                v: &Variant,
+                _r: u32,
+            ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+                let base = if *v == self.1 {
+                    1001.0
+                } else if *v == self.2 {
+                    1000.0
+                } else {
+                    10.0
+                };
+                let g = base * (1.0 + 0.05 * (self.0.random::<f64>() - 0.5));
+                Ok((
+                    vec![SampleResult {
+                        correct: true,
+                        rel_err: 0.0,
+                        gbs: g,
+                        median_us: 1.0,
+                        error: None,
+                    }],
+                    0.01,
+                ))
+            }
+        }
+        let a = Variant::of(Strategy::GroupPerRow);
+        let b = Variant::of(Strategy::NnzSplit);
+        for seed in 0..20 {
+            let mut src = Tie(ChaCha8Rng::seed_from_u64(seed), a, b);
+            let cfg = SearchConfig {
+                initial: 2,
+                max_candidates: 2,
+                finalists: 2,
+                ..Default::default()
+            };
+            let out = search(&[a, b], &mut src, &cfg).unwrap();
+            let first = out
+                .trials
+                .iter()
+                .filter(|t| t.phase != "final")
+                .max_by(|x, y| x.gbs.total_cmp(&y.gbs))
+                .unwrap()
+                .variant;
+            assert_eq!(
+                out.winner, first,
+                "seed {seed}: noise flipped the incumbent"
+            );
+        }
+    }
+
+    #[test]
+    fn mutation_and_crossover_stay_valid() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut v = Variant::of(Strategy::ThreadPerRow);
+        for _ in 0..500 {
+            let w = mutate(&v, &mut rng);
+            w.validate().unwrap();
+            assert_eq!(w, w.canonical());
+            let c = crossover(&v, &w, &mut rng);
+            c.validate().unwrap();
+            v = w;
+        }
+    }
+
+    #[test]
+    fn all_wrong_is_an_error() {
+        let mut s = sim(|_| true, 0.0, 0.1);
+        let e = search(
+            &proposals(),
+            &mut s,
+            &SearchConfig {
+                max_candidates: 20,
+                ..Default::default()
+            },
+        );
+        assert!(matches!(e, Err(SearchError::NoCorrectVariant(_))));
+    }
+}
