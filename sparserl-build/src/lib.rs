@@ -1,1 +1,2 @@
 //! # sparserl-build
+pub mod descriptor;

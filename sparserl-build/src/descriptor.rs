@@ -1,0 +1,2276 @@
+//! Kernel descriptors: what a crate declares in its `Cargo.toml`.
+//!
+//! A crate that wants tuned sparse kernels lists them under
+//! `[package.metadata.sparserl]`:
+//!
+//! ```toml
+//! [package.metadata.sparserl]
+//! arch = ["sm_80", "sm_90"]     # optional; default: the build GPU's arch if any, else sm_80 + sm_90
+//! budget-seconds = 30           # optional; measured-search budget per kernel (positive number)
+//!
+//! [[package.metadata.sparserl.kernel]]
+//! name = "laplace2d"            # becomes Rust type `Laplace2d` in the generated module
+//! op = "spmv"                   # "spmv" now; "spmm" is reserved and not supported yet
+//! value = "f32"                 # "f32" | "f64"
+//! pattern = { kind = "stencil", grid = [1024, 1024], points = 5 }
+//!
+//! [[package.metadata.sparserl.kernel]]
+//! name = "web_graph"
+//! op = "spmv"
+//! value = "f64"
+//! pattern = { kind = "power-law", rows = 100000, avg-degree = 12, exponent = 2.1, seed = 7, samples = 3 }
+//! ```
+//!
+//! Pattern kinds and their keys:
+//!
+//! | `kind`          | required keys                        | optional keys       |
+//! |-----------------|--------------------------------------|---------------------|
+//! | `matrix-market` | `path` (`.mtx` / `.mtx.gz`)          |                     |
+//! | `samples`       | `dir`                                |                     |
+//! | `stencil`       | `grid` (2 or 3 sizes), `points`      | `seed`, `samples`   |
+//! | `banded`        | `rows`, `bandwidth`, `avg-degree`    | `seed`, `samples`   |
+//! | `power-law`     | `rows`, `avg-degree`, `exponent`     | `seed`, `samples`   |
+//! | `uniform`       | `rows`, `cols`, `avg-degree`         | `seed`, `samples`   |
+//! | `block`         | `rows`, `block = [r, c]`, `blocks-per-row` | `seed`, `samples` |
+//!
+//! * `path` and `dir` are relative to the directory holding `Cargo.toml`.
+//!   `samples` takes every Matrix Market file (`*.mtx`, `*.mtx.gz`) below
+//!   `dir`, recursively, sorted by path; a directory without any is an error.
+//! * `stencil`: `points` is 5 or 9 for a 2-D grid, 7 or 27 for a 3-D grid; the
+//!   matrix has one row per grid point.
+//! * `seed` (integer >= 0, default 0) and `samples` (1..=8; default 1 for
+//!   `stencil`, 2 for the random kinds) choose the tuning instances: the
+//!   generator runs with `seed`, `seed + 1`, ... so a family is tuned on more
+//!   than one instance. Stencils are deterministic: `seed` has no effect and
+//!   `samples` must be 1.
+//! * `avg-degree` is a positive number no larger than the number of columns
+//!   (`banded`, `power-law` and `block` matrices are square); `exponent` is
+//!   greater than 1; `block` sizes must divide `rows`, and `blocks-per-row` is
+//!   at most the number of block columns.
+//! * `arch` entries are `sm_` followed by 2 or 3 digits; `budget-seconds` is a
+//!   positive finite number.
+//!
+//! Kernel names are Rust identifiers (ASCII letters, digits and underscores,
+//! not starting with a digit, not a keyword); the generated type name is the
+//! UpperCamelCase form (`my_kernel` becomes `MyKernel`) and must be unique.
+//! Unknown keys are errors everywhere. Every [`DescriptorError`] names the
+//! manifest, the key path (e.g. `package.metadata.sparserl.kernel[1].op`),
+//! what was found and what is allowed.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Serialize, Serializer};
+use sparserl_rt::{Csr, ValueType};
+use thiserror::Error;
+use toml::{Table, Value};
+
+/// Architectures used when `arch` is not given and no GPU is present at build time.
+pub const DEFAULT_ARCH: [&str; 2] = ["sm_80", "sm_90"];
+
+/// Largest accepted `samples` count of a synthetic pattern.
+pub const MAX_SAMPLES: u32 = 8;
+
+/// Key path of the descriptor table.
+const ROOT: &str = "package.metadata.sparserl";
+
+/// Largest row / column count a kernel supports (32-bit signed indices).
+const MAX_DIM: usize = i32::MAX as usize - 1;
+
+const TOP_KEYS: &[&str] = &["arch", "budget-seconds", "kernel"];
+const KERNEL_KEYS: &[&str] = &["name", "op", "value", "pattern"];
+const KINDS: &[&str] = &[
+    "matrix-market",
+    "samples",
+    "stencil",
+    "banded",
+    "power-law",
+    "uniform",
+    "block",
+];
+
+/// Rust keywords (strict and reserved, edition 2024) that cannot name a kernel.
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
+    "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
+    "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
+    "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "gen", "macro",
+    "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
+];
+
+/// The parsed `[package.metadata.sparserl]` table of one manifest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Descriptor {
+    /// Path of the manifest the descriptor was read from.
+    #[serde(serialize_with = "ser_path")]
+    pub manifest: PathBuf,
+    /// Target architectures (`sm_80`, ...), deduplicated, in declaration order;
+    /// `None` when not given (see [`DEFAULT_ARCH`]).
+    pub arch: Option<Vec<String>>,
+    /// Measured-search budget per kernel in seconds, when given.
+    pub budget_seconds: Option<f64>,
+    /// Declared kernels in declaration order (at least one).
+    pub kernels: Vec<KernelDecl>,
+}
+
+/// One `[[package.metadata.sparserl.kernel]]` entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelDecl {
+    /// Declared name (a Rust identifier).
+    pub name: String,
+    /// UpperCamelCase type name derived from `name`.
+    pub type_name: String,
+    /// Operation.
+    pub op: Op,
+    /// Value type.
+    pub value: ValueType,
+    /// Sparsity pattern the kernel is tuned for.
+    pub pattern: Pattern,
+}
+
+/// Sparse operation of a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// Sparse matrix times dense vector.
+    Spmv,
+}
+
+impl Op {
+    /// The name used in descriptors.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Op::Spmv => "spmv",
+        }
+    }
+}
+
+/// The sparsity pattern a kernel is tuned for.
+///
+/// Paths are kept as written (relative to the manifest directory) so that
+/// [`KernelDecl::canonical_json`] does not depend on where the crate lives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "kebab-case"
+)]
+pub enum Pattern {
+    /// One Matrix Market file (`.mtx` or `.mtx.gz`).
+    MatrixMarket {
+        /// File path, relative to the manifest directory.
+        #[serde(serialize_with = "ser_path")]
+        path: PathBuf,
+    },
+    /// Every Matrix Market file below a directory.
+    Samples {
+        /// Directory path, relative to the manifest directory.
+        #[serde(serialize_with = "ser_path")]
+        dir: PathBuf,
+    },
+    /// A 2-D or 3-D finite-difference stencil (deterministic).
+    Stencil {
+        /// Grid sizes (2 or 3 entries).
+        grid: Vec<usize>,
+        /// Stencil points: 5 / 9 in 2-D, 7 / 27 in 3-D.
+        points: usize,
+    },
+    /// Random entries within a band around the diagonal (square).
+    Banded {
+        /// Rows (= columns).
+        rows: usize,
+        /// Band half-width.
+        bandwidth: usize,
+        /// Mean nonzeros per row.
+        avg_degree: f64,
+        /// First seed.
+        seed: u64,
+        /// Number of instances (`seed`, `seed + 1`, ...).
+        samples: u32,
+    },
+    /// Power-law row lengths (square).
+    PowerLaw {
+        /// Rows (= columns).
+        rows: usize,
+        /// Mean nonzeros per row.
+        avg_degree: f64,
+        /// Power-law exponent (> 1).
+        exponent: f64,
+        /// First seed.
+        seed: u64,
+        /// Number of instances.
+        samples: u32,
+    },
+    /// Uniformly random entries.
+    Uniform {
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+        /// Mean nonzeros per row.
+        avg_degree: f64,
+        /// First seed.
+        seed: u64,
+        /// Number of instances.
+        samples: u32,
+    },
+    /// Dense `r x c` blocks at random block columns (square).
+    Block {
+        /// Rows (= columns), divisible by both block sizes.
+        rows: usize,
+        /// Block size `[r, c]`.
+        block: [usize; 2],
+        /// Blocks per block row.
+        blocks_per_row: usize,
+        /// First seed.
+        seed: u64,
+        /// Number of instances.
+        samples: u32,
+    },
+}
+
+/// One tuning instance of a pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Human-readable label, e.g. `stencil 64x64 5-pt` or the file name.
+    pub label: String,
+    /// The matrix.
+    pub matrix: Csr,
+    /// The Matrix Market file it was read from, for file patterns.
+    pub source_file: Option<PathBuf>,
+}
+
+/// A descriptor problem: the manifest, the key path and one message saying
+/// what was found and what is allowed.
+///
+/// Displays as e.g. `error in app/Cargo.toml at
+/// package.metadata.sparserl.kernel[1].op: found "spmvv", expected one of "spmv"`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("error in {}{}: {message}", manifest.display(), at_clause(key_path))]
+pub struct DescriptorError {
+    manifest: PathBuf,
+    key_path: String,
+    message: String,
+}
+
+fn at_clause(key_path: &str) -> String {
+    if key_path.is_empty() {
+        String::new()
+    } else {
+        format!(" at {key_path}")
+    }
+}
+
+impl DescriptorError {
+    fn new(manifest: &Path, key_path: impl Into<String>, message: impl Into<String>) -> Self {
+        DescriptorError {
+            manifest: manifest.to_path_buf(),
+            key_path: key_path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The key path, e.g. `package.metadata.sparserl.kernel[0].pattern.points`;
+    /// empty for errors about the whole file (unreadable file, TOML syntax).
+    pub fn key_path(&self) -> &str {
+        &self.key_path
+    }
+
+    /// The manifest the error is about.
+    pub fn manifest(&self) -> &Path {
+        &self.manifest
+    }
+
+    /// The message without the location prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// Key path of kernel `index`: `package.metadata.sparserl.kernel[index]`.
+pub fn kernel_key_path(index: usize) -> String {
+    format!("{ROOT}.kernel[{index}]")
+}
+
+/// Reads and parses the descriptor of `manifest` (a `Cargo.toml`).
+pub fn read_descriptor(manifest: &Path) -> Result<Descriptor, DescriptorError> {
+    let text = std::fs::read_to_string(manifest).map_err(|e| {
+        DescriptorError::new(manifest, "", format!("cannot read the manifest: {e}"))
+    })?;
+    parse_descriptor(manifest, &text)
+}
+
+/// Parses the descriptor from the manifest text; `manifest` names the file in
+/// errors and its directory anchors relative `path` / `dir` keys (which must exist).
+pub fn parse_descriptor(manifest: &Path, text: &str) -> Result<Descriptor, DescriptorError> {
+    let cx = Cx {
+        manifest,
+        dir: manifest_dir(manifest),
+    };
+    let doc: Table = toml::from_str(text)
+        .map_err(|e| DescriptorError::new(manifest, "", format!("invalid TOML: {e}")))?;
+    let root = find_root(&cx, &doc)?;
+    let top = Fields {
+        cx: &cx,
+        path: ROOT.to_string(),
+        table: root,
+    };
+    top.check_keys(TOP_KEYS)?;
+
+    let arch = match top.opt("arch") {
+        None => None,
+        Some(v) => Some(parse_arch(&cx, &top.key("arch"), v)?),
+    };
+    let budget_seconds = match top.opt("budget-seconds") {
+        None => None,
+        Some(v) => Some(positive_number(&cx, &top.key("budget-seconds"), v)?),
+    };
+
+    let kernels = match top.opt("kernel") {
+        None => {
+            return Err(cx.err(
+                &top.key("kernel"),
+                no_kernels_message("no kernels declared"),
+            ));
+        }
+        Some(Value::Array(items)) if items.is_empty() => {
+            return Err(cx.err(
+                &top.key("kernel"),
+                no_kernels_message("found an empty array"),
+            ));
+        }
+        Some(Value::Array(items)) => items,
+        Some(Value::Table(_)) => {
+            return Err(cx.err(
+                &top.key("kernel"),
+                format!(
+                    "found a single table, expected an array of tables: write \
+                     [[{ROOT}.kernel]] (double brackets) for each kernel"
+                ),
+            ));
+        }
+        Some(other) => {
+            return Err(cx.err(
+                &top.key("kernel"),
+                format!(
+                    "found {}, expected an array of kernel tables ([[{ROOT}.kernel]])",
+                    found_typed(other)
+                ),
+            ));
+        }
+    };
+
+    let mut decls = Vec::with_capacity(kernels.len());
+    let mut seen: HashMap<String, (usize, String)> = HashMap::new();
+    for (i, item) in kernels.iter().enumerate() {
+        let path = kernel_key_path(i);
+        let Value::Table(table) = item else {
+            return Err(cx.err(
+                &path,
+                format!("found {}, expected a kernel table", found_typed(item)),
+            ));
+        };
+        let decl = parse_kernel(&cx, path, table)?;
+        if let Some((j, other)) = seen.get(&decl.type_name) {
+            let what = if *other == decl.name {
+                format!("found \"{}\" again", decl.name)
+            } else {
+                format!(
+                    "found \"{}\", whose type name {} is also derived from \"{other}\"",
+                    decl.name, decl.type_name
+                )
+            };
+            return Err(cx.err(
+                &format!("{}.name", kernel_key_path(i)),
+                format!(
+                    "{what} (kernel[{j}] and kernel[{i}]), expected unique kernel names \
+                     (and unique UpperCamelCase type names)"
+                ),
+            ));
+        }
+        seen.insert(decl.type_name.clone(), (i, decl.name.clone()));
+        decls.push(decl);
+    }
+
+    Ok(Descriptor {
+        manifest: manifest.to_path_buf(),
+        arch,
+        budget_seconds,
+        kernels: decls,
+    })
+}
+
+impl Descriptor {
+    /// Directory holding the manifest (`.` for a bare file name).
+    pub fn manifest_dir(&self) -> PathBuf {
+        manifest_dir(&self.manifest)
+    }
+
+    /// Loads the tuning samples of kernel `index`; errors carry this manifest
+    /// and the kernel's full key path.
+    pub fn load_samples(&self, index: usize) -> Result<Vec<Sample>, DescriptorError> {
+        let key = kernel_key_path(index);
+        let Some(kernel) = self.kernels.get(index) else {
+            return Err(DescriptorError::new(
+                &self.manifest,
+                key,
+                format!(
+                    "no such kernel, expected an index below {}",
+                    self.kernels.len()
+                ),
+            ));
+        };
+        kernel.pattern.load_samples_in(
+            &self.manifest,
+            &self.manifest_dir(),
+            &format!("{key}.pattern"),
+        )
+    }
+
+    /// Paths whose change must rerun the build: the manifest, every sample
+    /// file, and every `samples` directory (so added files are noticed).
+    pub fn watched_paths(&self) -> Vec<PathBuf> {
+        let dir = self.manifest_dir();
+        let mut out = vec![self.manifest.clone()];
+        for k in &self.kernels {
+            if let Pattern::Samples { dir: d } = &k.pattern {
+                out.push(dir.join(d));
+            }
+            out.extend(k.pattern.files(&dir));
+        }
+        out
+    }
+}
+
+impl KernelDecl {
+    /// Stable JSON of the declaration (field order fixed, paths as written),
+    /// for cache keys. Sample file contents are not included: hash
+    /// [`Pattern::files`] separately.
+    pub fn canonical_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"unserializable\":{e:?}}}"))
+    }
+}
+
+impl Pattern {
+    /// The `kind` name of this pattern.
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Pattern::MatrixMarket { .. } => "matrix-market",
+            Pattern::Samples { .. } => "samples",
+            Pattern::Stencil { .. } => "stencil",
+            Pattern::Banded { .. } => "banded",
+            Pattern::PowerLaw { .. } => "power-law",
+            Pattern::Uniform { .. } => "uniform",
+            Pattern::Block { .. } => "block",
+        }
+    }
+
+    /// Sample files of a file pattern (resolved against `manifest_dir`, sorted);
+    /// empty for synthetic patterns. Unreadable directory entries are skipped.
+    pub fn files(&self, manifest_dir: &Path) -> Vec<PathBuf> {
+        match self {
+            Pattern::MatrixMarket { path } => vec![manifest_dir.join(path)],
+            Pattern::Samples { dir } => {
+                let (files, _) = list_mtx_files(&manifest_dir.join(dir));
+                files
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Generates (synthetic kinds: one matrix per seed) or reads (file kinds)
+    /// the tuning samples. Errors name `manifest_dir/Cargo.toml` and a key path
+    /// relative to the kernel (`pattern.path`); prefer
+    /// [`Descriptor::load_samples`], which gives the full key path.
+    pub fn load_samples(&self, manifest_dir: &Path) -> Result<Vec<Sample>, DescriptorError> {
+        self.load_samples_in(&manifest_dir.join("Cargo.toml"), manifest_dir, "pattern")
+    }
+
+    fn load_samples_in(
+        &self,
+        manifest: &Path,
+        manifest_dir: &Path,
+        key: &str,
+    ) -> Result<Vec<Sample>, DescriptorError> {
+        let synth = |label: String, r: Result<Csr, sparserl_rt::synth::SynthError>| {
+            r.map(|matrix| Sample {
+                label: label.clone(),
+                matrix,
+                source_file: None,
+            })
+            .map_err(|e| {
+                DescriptorError::new(
+                    manifest,
+                    key,
+                    format!("cannot generate the sample \"{label}\": {e}"),
+                )
+            })
+        };
+        let seeds =
+            |seed: u64, samples: u32| (0..u64::from(samples)).map(move |k| seed.wrapping_add(k));
+        match self {
+            Pattern::MatrixMarket { path } => {
+                let file = manifest_dir.join(path);
+                let label = file
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| path.display().to_string());
+                Ok(vec![read_mtx(manifest, &format!("{key}.path"), &file, label)?])
+            }
+            Pattern::Samples { dir } => {
+                let root = manifest_dir.join(dir);
+                let dir_key = format!("{key}.dir");
+                let files = checked_mtx_files(manifest, &dir_key, dir, &root)?;
+                files
+                    .into_iter()
+                    .map(|file| {
+                        let label = file
+                            .strip_prefix(&root)
+                            .map(|p| {
+                                p.components()
+                                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                                    .collect::<Vec<_>>()
+                                    .join("/")
+                            })
+                            .unwrap_or_else(|_| file.display().to_string());
+                        read_mtx(manifest, &dir_key, &file, label)
+                    })
+                    .collect()
+            }
+            Pattern::Stencil { grid, points } => {
+                let dims: Vec<String> = grid.iter().map(|g| g.to_string()).collect();
+                let label = format!("stencil {} {points}-pt", dims.join("x"));
+                Ok(vec![synth(
+                    label,
+                    sparserl_rt::synth::stencil(grid, *points),
+                )?])
+            }
+            Pattern::Banded {
+                rows,
+                bandwidth,
+                avg_degree,
+                seed,
+                samples,
+            } => seeds(*seed, *samples)
+                .map(|s| {
+                    synth(
+                        format!(
+                            "banded {rows} rows, bandwidth {bandwidth}, avg-degree {avg_degree}, seed {s}"
+                        ),
+                        sparserl_rt::synth::banded(*rows, *bandwidth, *avg_degree, s),
+                    )
+                })
+                .collect(),
+            Pattern::PowerLaw {
+                rows,
+                avg_degree,
+                exponent,
+                seed,
+                samples,
+            } => seeds(*seed, *samples)
+                .map(|s| {
+                    synth(
+                        format!(
+                            "power-law {rows} rows, avg-degree {avg_degree}, exponent {exponent}, seed {s}"
+                        ),
+                        sparserl_rt::synth::power_law(*rows, *avg_degree, *exponent, s),
+                    )
+                })
+                .collect(),
+            Pattern::Uniform {
+                rows,
+                cols,
+                avg_degree,
+                seed,
+                samples,
+            } => seeds(*seed, *samples)
+                .map(|s| {
+                    synth(
+                        format!("uniform {rows}x{cols}, avg-degree {avg_degree}, seed {s}"),
+                        sparserl_rt::synth::uniform(*rows, *cols, *avg_degree, s),
+                    )
+                })
+                .collect(),
+            Pattern::Block {
+                rows,
+                block,
+                blocks_per_row,
+                seed,
+                samples,
+            } => seeds(*seed, *samples)
+                .map(|s| {
+                    synth(
+                        format!(
+                            "block {rows} rows, {}x{} blocks, {blocks_per_row} per row, seed {s}",
+                            block[0], block[1]
+                        ),
+                        sparserl_rt::synth::block(*rows, *block, *blocks_per_row, s),
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Parsing helpers
+// ---------------------------------------------------------------------------
+
+struct Cx<'a> {
+    manifest: &'a Path,
+    dir: PathBuf,
+}
+
+impl Cx<'_> {
+    fn err(&self, key_path: &str, message: impl Into<String>) -> DescriptorError {
+        DescriptorError::new(self.manifest, key_path, message)
+    }
+}
+
+/// A table being walked, with its key path.
+struct Fields<'a> {
+    cx: &'a Cx<'a>,
+    path: String,
+    table: &'a Table,
+}
+
+impl<'a> Fields<'a> {
+    fn key(&self, key: &str) -> String {
+        format!("{}.{}", self.path, key_segment(key))
+    }
+
+    fn opt(&self, key: &str) -> Option<&'a Value> {
+        self.table.get(key)
+    }
+
+    fn req(&self, key: &str, expected: &str) -> Result<&'a Value, DescriptorError> {
+        self.table.get(key).ok_or_else(|| {
+            self.cx.err(
+                &self.key(key),
+                format!("missing required key \"{key}\", expected {expected}"),
+            )
+        })
+    }
+
+    fn check_keys(&self, allowed: &[&str]) -> Result<(), DescriptorError> {
+        match self.table.keys().find(|k| !allowed.contains(&k.as_str())) {
+            None => Ok(()),
+            Some(k) => Err(self.cx.err(
+                &self.key(k),
+                format!("unknown key \"{k}\"; allowed keys: {}", allowed.join(", ")),
+            )),
+        }
+    }
+}
+
+fn manifest_dir(manifest: &Path) -> PathBuf {
+    match manifest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn key_segment(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        key.to_string()
+    } else {
+        format!("{key:?}")
+    }
+}
+
+fn no_kernels_message(found: &str) -> String {
+    format!(
+        "{found}; add at least one [[{ROOT}.kernel]] entry, e.g. name = \"my_kernel\", \
+         op = \"spmv\", value = \"f32\", pattern = {{ kind = \"stencil\", grid = [1024, 1024], \
+         points = 5 }}"
+    )
+}
+
+/// Walks `package.metadata.sparserl`, reporting a missing or mistyped level.
+fn find_root<'a>(cx: &Cx<'_>, doc: &'a Table) -> Result<&'a Table, DescriptorError> {
+    let mut table = doc;
+    let mut path = String::new();
+    for seg in ["package", "metadata", "sparserl"] {
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(seg);
+        match table.get(seg) {
+            Some(Value::Table(t)) => table = t,
+            Some(other) => {
+                return Err(cx.err(
+                    &path,
+                    format!("found {}, expected a table", found_typed(other)),
+                ));
+            }
+            None => {
+                return Err(cx.err(
+                    ROOT,
+                    format!(
+                        "no SparseRL descriptor: add a [{ROOT}] table (optional keys: arch, \
+                         budget-seconds) and at least one [[{ROOT}.kernel]] entry, e.g. \
+                         name = \"my_kernel\", op = \"spmv\", value = \"f32\", \
+                         pattern = {{ kind = \"stencil\", grid = [1024, 1024], points = 5 }}"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(table)
+}
+
+/// A value as written: strings quoted, numbers bare, containers by type.
+fn found(v: &Value) -> String {
+    match v {
+        Value::String(s) => quote(s),
+        Value::Integer(i) => i.to_string(),
+        Value::Float(f) => format!("{f:?}"),
+        Value::Boolean(b) => b.to_string(),
+        Value::Datetime(d) => format!("datetime {d}"),
+        Value::Array(a) if a.is_empty() => "an empty array".to_string(),
+        Value::Array(a) => format!("an array of {} elements", a.len()),
+        Value::Table(_) => "a table".to_string(),
+    }
+}
+
+/// A value with its TOML type, for type mismatches.
+fn found_typed(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("string {}", quote(s)),
+        Value::Integer(i) => format!("integer {i}"),
+        Value::Float(f) => format!("float {f:?}"),
+        Value::Boolean(b) => format!("boolean {b}"),
+        other => found(other),
+    }
+}
+
+fn quote(s: &str) -> String {
+    const MAX: usize = 60;
+    if s.chars().count() > MAX {
+        let head: String = s.chars().take(MAX).collect();
+        format!("{:?}...", head)
+    } else {
+        format!("{s:?}")
+    }
+}
+
+fn one_of(options: &[&str]) -> String {
+    let quoted: Vec<String> = options.iter().map(|o| format!("\"{o}\"")).collect();
+    format!("one of {}", quoted.join(", "))
+}
+
+fn string<'v>(cx: &Cx<'_>, path: &str, v: &'v Value) -> Result<&'v str, DescriptorError> {
+    match v {
+        Value::String(s) => Ok(s),
+        other => Err(cx.err(
+            path,
+            format!("found {}, expected a string", found_typed(other)),
+        )),
+    }
+}
+
+fn positive_int(cx: &Cx<'_>, path: &str, v: &Value, max: usize) -> Result<usize, DescriptorError> {
+    match v {
+        Value::Integer(i) if *i > 0 => match usize::try_from(*i) {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(cx.err(
+                path,
+                format!("found {i}, expected a positive integer no larger than {max}"),
+            )),
+        },
+        Value::Integer(i) => Err(cx.err(path, format!("found {i}, expected a positive integer"))),
+        other => Err(cx.err(
+            path,
+            format!("found {}, expected a positive integer", found_typed(other)),
+        )),
+    }
+}
+
+fn positive_number(cx: &Cx<'_>, path: &str, v: &Value) -> Result<f64, DescriptorError> {
+    let x = match v {
+        Value::Integer(i) => *i as f64,
+        Value::Float(f) => *f,
+        other => {
+            return Err(cx.err(
+                path,
+                format!("found {}, expected a positive number", found_typed(other)),
+            ));
+        }
+    };
+    if x.is_finite() && x > 0.0 {
+        Ok(x)
+    } else {
+        Err(cx.err(
+            path,
+            format!("found {}, expected a positive finite number", found(v)),
+        ))
+    }
+}
+
+fn parse_arch(cx: &Cx<'_>, path: &str, v: &Value) -> Result<Vec<String>, DescriptorError> {
+    const EXPECTED: &str = "expected an array of architectures like [\"sm_80\", \"sm_90\"] (\"sm_\" followed by 2 or 3 digits)";
+    let Value::Array(items) = v else {
+        return Err(cx.err(path, format!("found {}, {EXPECTED}", found_typed(v))));
+    };
+    if items.is_empty() {
+        return Err(cx.err(
+            path,
+            format!("found an empty array, {EXPECTED}; omit the key for the default"),
+        ));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let item_path = format!("{path}[{i}]");
+        let s = match item {
+            Value::String(s) => s,
+            other => {
+                return Err(cx.err(
+                    &item_path,
+                    format!(
+                        "found {}, expected a string like \"sm_80\"",
+                        found_typed(other)
+                    ),
+                ));
+            }
+        };
+        let digits = s.strip_prefix("sm_").unwrap_or("");
+        if !(2..=3).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(cx.err(
+                &item_path,
+                format!(
+                    "found {}, expected an architecture like \"sm_80\" or \"sm_90\" \
+                     (\"sm_\" followed by 2 or 3 digits)",
+                    quote(s)
+                ),
+            ));
+        }
+        if !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn parse_kernel(cx: &Cx<'_>, path: String, table: &Table) -> Result<KernelDecl, DescriptorError> {
+    let f = Fields { cx, path, table };
+    f.check_keys(KERNEL_KEYS)?;
+
+    let name_path = f.key("name");
+    let name = string(
+        cx,
+        &name_path,
+        f.req("name", "a string naming the kernel, e.g. \"laplace2d\"")?,
+    )?;
+    let type_name = check_name(cx, &name_path, name)?;
+
+    let op_path = f.key("op");
+    let op = match string(cx, &op_path, f.req("op", &one_of(&["spmv"]))?)? {
+        "spmv" => Op::Spmv,
+        "spmm" => {
+            return Err(cx.err(
+                &op_path,
+                "found \"spmm\", expected one of \"spmv\" (\"spmm\" is reserved but not supported yet)",
+            ));
+        }
+        other => {
+            return Err(cx.err(
+                &op_path,
+                format!("found {}, expected {}", quote(other), one_of(&["spmv"])),
+            ));
+        }
+    };
+
+    let value_path = f.key("value");
+    let value = match string(cx, &value_path, f.req("value", &one_of(&["f32", "f64"]))?)? {
+        "f32" => ValueType::F32,
+        "f64" => ValueType::F64,
+        other => {
+            return Err(cx.err(
+                &value_path,
+                format!(
+                    "found {}, expected {}",
+                    quote(other),
+                    one_of(&["f32", "f64"])
+                ),
+            ));
+        }
+    };
+
+    let pattern_path = f.key("pattern");
+    let pattern = match f.req(
+        "pattern",
+        "a table such as { kind = \"stencil\", grid = [1024, 1024], points = 5 }",
+    )? {
+        Value::Table(t) => parse_pattern(cx, pattern_path, t)?,
+        other => {
+            return Err(cx.err(
+                &pattern_path,
+                format!(
+                    "found {}, expected a table such as {{ kind = \"stencil\", grid = [1024, 1024], points = 5 }}",
+                    found_typed(other)
+                ),
+            ));
+        }
+    };
+
+    Ok(KernelDecl {
+        name: name.to_string(),
+        type_name,
+        op,
+        value,
+        pattern,
+    })
+}
+
+/// Validates a kernel name and returns its UpperCamelCase type name.
+fn check_name(cx: &Cx<'_>, path: &str, name: &str) -> Result<String, DescriptorError> {
+    const RULE: &str = "expected a Rust identifier in snake_case (ASCII letters, digits and \
+                        underscores, not starting with a digit, not a keyword)";
+    if name.is_empty() {
+        return Err(cx.err(path, format!("found an empty string, {RULE}")));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
+    {
+        let hint: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        return Err(cx.err(
+            path,
+            format!(
+                "found {}, {RULE}; {bad:?} is not allowed (try \"{hint}\")",
+                quote(name)
+            ),
+        ));
+    }
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(cx.err(
+            path,
+            format!("found {}, {RULE}; it starts with a digit", quote(name)),
+        ));
+    }
+    if KEYWORDS.contains(&name) {
+        return Err(cx.err(
+            path,
+            format!("found {}, {RULE}; it is a Rust keyword", quote(name)),
+        ));
+    }
+    let type_name = upper_camel(name);
+    if !type_name.starts_with(|c: char| c.is_ascii_alphabetic())
+        || KEYWORDS.contains(&type_name.as_str())
+    {
+        return Err(cx.err(
+            path,
+            format!(
+                "found {}, {RULE}; its type name {:?} is not a valid Rust identifier",
+                quote(name),
+                type_name
+            ),
+        ));
+    }
+    Ok(type_name)
+}
+
+/// `my_kernel_v2` -> `MyKernelV2`, `laplace2d` -> `Laplace2d`.
+fn upper_camel(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for part in name.split('_') {
+        let mut chars = part.chars();
+        if let Some(first) = chars.next() {
+            out.push(first.to_ascii_uppercase());
+            out.extend(chars);
+        }
+    }
+    out
+}
+
+const SYNTH_EXTRA: &[&str] = &["seed", "samples"];
+
+fn allowed_keys(kind: &str) -> Vec<&'static str> {
+    let own: &[&str] = match kind {
+        "matrix-market" => &["path"],
+        "samples" => &["dir"],
+        "stencil" => &["grid", "points"],
+        "banded" => &["rows", "bandwidth", "avg-degree"],
+        "power-law" => &["rows", "avg-degree", "exponent"],
+        "uniform" => &["rows", "cols", "avg-degree"],
+        "block" => &["rows", "block", "blocks-per-row"],
+        _ => &[],
+    };
+    let mut keys = vec!["kind"];
+    keys.extend_from_slice(own);
+    if !matches!(kind, "matrix-market" | "samples") {
+        keys.extend_from_slice(SYNTH_EXTRA);
+    }
+    keys
+}
+
+fn parse_pattern(cx: &Cx<'_>, path: String, table: &Table) -> Result<Pattern, DescriptorError> {
+    let f = Fields { cx, path, table };
+    let kind_path = f.key("kind");
+    let kind = string(cx, &kind_path, f.req("kind", &one_of(KINDS))?)?;
+    if !KINDS.contains(&kind) {
+        return Err(cx.err(
+            &kind_path,
+            format!("found {}, expected {}", quote(kind), one_of(KINDS)),
+        ));
+    }
+    f.check_keys(&allowed_keys(kind))?;
+
+    let pos = |key: &str, what: &str| -> Result<usize, DescriptorError> {
+        positive_int(cx, &f.key(key), f.req(key, what)?, MAX_DIM)
+    };
+    let number = |key: &str| -> Result<f64, DescriptorError> {
+        positive_number(cx, &f.key(key), f.req(key, "a positive number")?)
+    };
+    let seed = || -> Result<u64, DescriptorError> {
+        match f.opt("seed") {
+            None => Ok(0),
+            Some(Value::Integer(i)) if *i >= 0 => Ok(i.unsigned_abs()),
+            Some(v) => Err(cx.err(
+                &f.key("seed"),
+                format!("found {}, expected a non-negative integer", found_typed(v)),
+            )),
+        }
+    };
+    let samples = |default: u32| -> Result<u32, DescriptorError> {
+        match f.opt("samples") {
+            None => Ok(default),
+            Some(Value::Integer(i)) if (1..=i64::from(MAX_SAMPLES)).contains(i) => {
+                Ok(u32::try_from(*i).unwrap_or(1))
+            }
+            Some(v) => Err(cx.err(
+                &f.key("samples"),
+                format!(
+                    "found {}, expected an integer in 1..={MAX_SAMPLES}",
+                    found_typed(v)
+                ),
+            )),
+        }
+    };
+    let degree = |key_cols: usize| -> Result<f64, DescriptorError> {
+        let d = number("avg-degree")?;
+        if d > key_cols as f64 {
+            return Err(cx.err(
+                &f.key("avg-degree"),
+                format!(
+                    "found {d}, expected a positive number no larger than the {key_cols} columns"
+                ),
+            ));
+        }
+        Ok(d)
+    };
+    let nnz_fits = |rows: usize, per_row: f64| -> Result<(), DescriptorError> {
+        let nnz = rows as f64 * per_row;
+        if nnz >= MAX_DIM as f64 {
+            return Err(cx.err(
+                &f.path,
+                format!(
+                    "found a pattern with about {nnz:.0} nonzeros, expected fewer than {MAX_DIM} \
+                     (32-bit kernel indices)"
+                ),
+            ));
+        }
+        Ok(())
+    };
+
+    let pattern = match kind {
+        "matrix-market" => {
+            let key = f.key("path");
+            let p = string(
+                cx,
+                &key,
+                f.req(
+                    "path",
+                    "a path to a .mtx or .mtx.gz file, relative to the manifest",
+                )?,
+            )?;
+            let lower = p.to_ascii_lowercase();
+            if !(lower.ends_with(".mtx") || lower.ends_with(".mtx.gz")) {
+                return Err(cx.err(
+                    &key,
+                    format!(
+                        "found {}, expected a path ending in .mtx or .mtx.gz",
+                        quote(p)
+                    ),
+                ));
+            }
+            let resolved = cx.dir.join(p);
+            if !resolved.is_file() {
+                let why = if resolved.exists() {
+                    "is not a file"
+                } else {
+                    "does not exist"
+                };
+                return Err(cx.err(
+                    &key,
+                    format!(
+                        "found {}, expected an existing Matrix Market file; {} {why}",
+                        quote(p),
+                        resolved.display()
+                    ),
+                ));
+            }
+            Pattern::MatrixMarket {
+                path: PathBuf::from(p),
+            }
+        }
+        "samples" => {
+            let key = f.key("dir");
+            let d = string(
+                cx,
+                &key,
+                f.req(
+                    "dir",
+                    "a directory of .mtx / .mtx.gz files, relative to the manifest",
+                )?,
+            )?;
+            checked_mtx_files(cx.manifest, &key, Path::new(d), &cx.dir.join(d))?;
+            Pattern::Samples {
+                dir: PathBuf::from(d),
+            }
+        }
+        "stencil" => {
+            let key = f.key("grid");
+            let grid = match f.req("grid", "an array of 2 or 3 positive integers")? {
+                Value::Array(a) if (2..=3).contains(&a.len()) => a
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| positive_int(cx, &format!("{key}[{i}]"), v, MAX_DIM))
+                    .collect::<Result<Vec<usize>, _>>()?,
+                v => {
+                    return Err(cx.err(
+                        &key,
+                        format!(
+                            "found {}, expected an array of 2 or 3 positive integers",
+                            found_typed(v)
+                        ),
+                    ));
+                }
+            };
+            let rows = grid
+                .iter()
+                .try_fold(1usize, |acc, &g| acc.checked_mul(g))
+                .filter(|&r| r <= MAX_DIM);
+            let Some(rows) = rows else {
+                return Err(cx.err(
+                    &key,
+                    format!("found a grid of more than {MAX_DIM} points, expected at most {MAX_DIM} (32-bit kernel indices)"),
+                ));
+            };
+            let allowed: [usize; 2] = if grid.len() == 2 { [5, 9] } else { [7, 27] };
+            let points_key = f.key("points");
+            let expected = format!(
+                "one of {}, {} for a {}-D grid",
+                allowed[0],
+                allowed[1],
+                grid.len()
+            );
+            let pv = f.req("points", &expected)?;
+            let points = match pv {
+                Value::Integer(i) if allowed.iter().any(|&a| a as i64 == *i) => {
+                    usize::try_from(*i).unwrap_or(allowed[0])
+                }
+                Value::Integer(_) => {
+                    return Err(cx.err(
+                        &points_key,
+                        format!("found {}, expected {expected}", found(pv)),
+                    ));
+                }
+                v => {
+                    return Err(cx.err(
+                        &points_key,
+                        format!("found {}, expected {expected}", found_typed(v)),
+                    ));
+                }
+            };
+            seed()?;
+            if samples(1)? != 1 {
+                return Err(cx.err(
+                    &f.key("samples"),
+                    format!(
+                        "found {}, expected 1 (stencils are deterministic, so every instance \
+                         would be the same matrix)",
+                        f.opt("samples").map(found).unwrap_or_default()
+                    ),
+                ));
+            }
+            nnz_fits(rows, points as f64)?;
+            Pattern::Stencil { grid, points }
+        }
+        "banded" => {
+            let rows = pos("rows", "a positive integer")?;
+            let bandwidth = pos("bandwidth", "a positive integer")?;
+            let avg_degree = degree(rows)?;
+            nnz_fits(rows, avg_degree)?;
+            Pattern::Banded {
+                rows,
+                bandwidth,
+                avg_degree,
+                seed: seed()?,
+                samples: samples(2)?,
+            }
+        }
+        "power-law" => {
+            let rows = pos("rows", "a positive integer")?;
+            let avg_degree = degree(rows)?;
+            let key = f.key("exponent");
+            let ev = f.req("exponent", "a number greater than 1")?;
+            let exponent = match ev {
+                Value::Integer(i) => *i as f64,
+                Value::Float(x) => *x,
+                v => {
+                    return Err(cx.err(
+                        &key,
+                        format!("found {}, expected a number greater than 1", found_typed(v)),
+                    ));
+                }
+            };
+            if !(exponent.is_finite() && exponent > 1.0) {
+                return Err(cx.err(
+                    &key,
+                    format!(
+                        "found {}, expected a finite number greater than 1",
+                        found(ev)
+                    ),
+                ));
+            }
+            nnz_fits(rows, avg_degree)?;
+            Pattern::PowerLaw {
+                rows,
+                avg_degree,
+                exponent,
+                seed: seed()?,
+                samples: samples(2)?,
+            }
+        }
+        "uniform" => {
+            let rows = pos("rows", "a positive integer")?;
+            let cols = pos("cols", "a positive integer")?;
+            let avg_degree = degree(cols)?;
+            nnz_fits(rows, avg_degree)?;
+            Pattern::Uniform {
+                rows,
+                cols,
+                avg_degree,
+                seed: seed()?,
+                samples: samples(2)?,
+            }
+        }
+        "block" => {
+            let rows = pos("rows", "a positive integer")?;
+            let key = f.key("block");
+            let block = match f.req("block", "an array [r, c] of 2 positive integers")? {
+                Value::Array(a) if a.len() == 2 => [
+                    positive_int(cx, &format!("{key}[0]"), &a[0], MAX_DIM)?,
+                    positive_int(cx, &format!("{key}[1]"), &a[1], MAX_DIM)?,
+                ],
+                v => {
+                    return Err(cx.err(
+                        &key,
+                        format!(
+                            "found {}, expected an array [r, c] of 2 positive integers",
+                            found_typed(v)
+                        ),
+                    ));
+                }
+            };
+            for (i, b) in block.iter().enumerate() {
+                // `rows / b * b` rather than `%`/`is_multiple_of` keeps the 1.85 MSRV lint-clean.
+                if rows / b * b != rows {
+                    return Err(cx.err(
+                        &format!("{key}[{i}]"),
+                        format!(
+                            "found {b}, expected a divisor of rows = {rows} (blocks must tile \
+                             the {rows} x {rows} matrix)"
+                        ),
+                    ));
+                }
+            }
+            let block_cols = rows / block[1];
+            let blocks_per_row = pos("blocks-per-row", "a positive integer")?;
+            if blocks_per_row > block_cols {
+                return Err(cx.err(
+                    &f.key("blocks-per-row"),
+                    format!(
+                        "found {blocks_per_row}, expected at most {block_cols} (the number of \
+                         block columns, rows / c)"
+                    ),
+                ));
+            }
+            nnz_fits(rows, (blocks_per_row as f64) * (block[1] as f64))?;
+            Pattern::Block {
+                rows,
+                block,
+                blocks_per_row,
+                seed: seed()?,
+                samples: samples(2)?,
+            }
+        }
+        _ => {
+            return Err(cx.err(
+                &kind_path,
+                format!("found {}, expected {}", quote(kind), one_of(KINDS)),
+            ));
+        }
+    };
+    Ok(pattern)
+}
+
+// ---------------------------------------------------------------------------
+// Files
+// ---------------------------------------------------------------------------
+
+fn is_mtx_name(path: &Path) -> bool {
+    path.file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .is_some_and(|n| n.ends_with(".mtx") || n.ends_with(".mtx.gz"))
+}
+
+/// Matrix Market files below `root`, sorted by path, plus the first walk error.
+fn list_mtx_files(root: &Path) -> (Vec<PathBuf>, Option<walkdir::Error>) {
+    let mut files = Vec::new();
+    let mut first_err = None;
+    for entry in walkdir::WalkDir::new(root).follow_links(true) {
+        match entry {
+            Ok(e) => {
+                if e.file_type().is_file() && is_mtx_name(e.path()) {
+                    files.push(e.into_path());
+                }
+            }
+            Err(e) => {
+                if first_err.is_none() {
+                    first_err = Some(e);
+                }
+            }
+        }
+    }
+    files.sort();
+    (files, first_err)
+}
+
+/// The sample files of a `samples` directory, or an error at `key` when the
+/// directory is missing, unreadable or holds no Matrix Market file.
+fn checked_mtx_files(
+    manifest: &Path,
+    key: &str,
+    written: &Path,
+    root: &Path,
+) -> Result<Vec<PathBuf>, DescriptorError> {
+    let shown = quote(&written.to_string_lossy());
+    if !root.is_dir() {
+        let why = if root.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
+        return Err(DescriptorError::new(
+            manifest,
+            key,
+            format!(
+                "found {shown}, expected an existing directory of Matrix Market files; {} {why}",
+                root.display()
+            ),
+        ));
+    }
+    let (files, err) = list_mtx_files(root);
+    if let Some(e) = err {
+        return Err(DescriptorError::new(
+            manifest,
+            key,
+            format!("found {shown}, expected a readable directory; {e}"),
+        ));
+    }
+    if files.is_empty() {
+        return Err(DescriptorError::new(
+            manifest,
+            key,
+            format!(
+                "found {shown}, expected a directory holding at least one *.mtx or *.mtx.gz \
+                 file; {} has none",
+                root.display()
+            ),
+        ));
+    }
+    Ok(files)
+}
+
+fn read_mtx(
+    manifest: &Path,
+    key: &str,
+    file: &Path,
+    label: String,
+) -> Result<Sample, DescriptorError> {
+    match sparserl_rt::mtx::read_matrix_market(file) {
+        Ok(matrix) => Ok(Sample {
+            label,
+            matrix,
+            source_file: Some(file.to_path_buf()),
+        }),
+        Err(e) => {
+            let mut msg = String::from("found an unreadable Matrix Market file");
+            if let Some(line) = mtx_line(&e) {
+                let _ = write!(msg, " (line {line})");
+            }
+            let _ = write!(msg, ", expected a valid coordinate file: {e}");
+            Err(DescriptorError::new(manifest, key, msg))
+        }
+    }
+}
+
+/// The 1-based line a reader error points at, if any.
+fn mtx_line(e: &sparserl_rt::mtx::MtxError) -> Option<usize> {
+    use sparserl_rt::mtx::MtxError as E;
+    match e {
+        E::Io { line, .. } => *line,
+        E::BadHeader { line, .. }
+        | E::Unsupported { line, .. }
+        | E::BadSizeLine { line, .. }
+        | E::BadEntry { line, .. }
+        | E::Truncated { line, .. }
+        | E::TooManyEntries { line, .. } => Some(*line),
+        _ => None,
+    }
+}
+
+fn ser_path<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n";
+    const KERNEL: &str = "[[package.metadata.sparserl.kernel]]\nname = \"laplace2d\"\nop = \"spmv\"\nvalue = \"f32\"\npattern = { kind = \"stencil\", grid = [64, 64], points = 5 }\n";
+
+    fn manifest() -> &'static Path {
+        Path::new("app/Cargo.toml")
+    }
+
+    fn parse(body: &str) -> Result<Descriptor, DescriptorError> {
+        parse_descriptor(manifest(), &format!("{HEAD}{body}"))
+    }
+
+    /// A descriptor with one kernel whose pattern is `pattern` (inline table body).
+    fn with_pattern(pattern: &str) -> String {
+        format!(
+            "[[package.metadata.sparserl.kernel]]\nname = \"k\"\nop = \"spmv\"\nvalue = \"f64\"\npattern = {{ {pattern} }}\n"
+        )
+    }
+
+    /// Parses `body`, expects an error and checks it names the manifest, the
+    /// key path and every `wanted` fragment.
+    fn fails(body: &str, key_path: &str, wanted: &[&str]) -> DescriptorError {
+        let err = parse(body).expect_err("descriptor should be rejected");
+        check(&err, key_path, wanted);
+        err
+    }
+
+    fn check(err: &DescriptorError, key_path: &str, wanted: &[&str]) {
+        let msg = err.to_string();
+        assert_eq!(err.key_path(), key_path, "{msg}");
+        assert!(msg.starts_with("error in "), "{msg}");
+        assert!(msg.contains(&err.manifest().display().to_string()), "{msg}");
+        assert!(msg.contains(&format!(" at {key_path}: ")), "{msg}");
+        for w in wanted {
+            assert!(msg.contains(w), "missing {w:?} in: {msg}");
+        }
+    }
+
+    fn write(dir: &Path, rel: &str, text: &str) -> PathBuf {
+        let p = dir.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    const SMALL_MTX: &str = "%%MatrixMarket matrix coordinate real general\n% comment\n3 3 4\n1 1 1.0\n2 2 2.0\n3 3 3.0\n1 3 4.0\n";
+
+    // ---- good paths -------------------------------------------------------
+
+    #[test]
+    fn full_example_parses() {
+        let body = format!(
+            "[package.metadata.sparserl]\narch = [\"sm_80\", \"sm_90\"]\nbudget-seconds = 30\n\n{}",
+            KERNEL.replace("[64, 64]", "[1024, 1024]")
+        );
+        let d = parse(&body).unwrap();
+        assert_eq!(d.manifest, manifest());
+        assert_eq!(d.arch, Some(vec!["sm_80".to_string(), "sm_90".to_string()]));
+        assert_eq!(d.budget_seconds, Some(30.0));
+        assert_eq!(
+            d.kernels,
+            vec![KernelDecl {
+                name: "laplace2d".into(),
+                type_name: "Laplace2d".into(),
+                op: Op::Spmv,
+                value: ValueType::F32,
+                pattern: Pattern::Stencil {
+                    grid: vec![1024, 1024],
+                    points: 5
+                },
+            }]
+        );
+    }
+
+    #[test]
+    fn optional_keys_default_and_tables_work() {
+        let body = "[[package.metadata.sparserl.kernel]]\nname = \"my_kernel_v2\"\nop = \"spmv\"\nvalue = \"f64\"\n[package.metadata.sparserl.kernel.pattern]\nkind = \"uniform\"\nrows = 10\ncols = 20\navg-degree = 2.5\n";
+        let d = parse(body).unwrap();
+        assert_eq!(d.arch, None);
+        assert_eq!(d.budget_seconds, None);
+        let k = &d.kernels[0];
+        assert_eq!(k.type_name, "MyKernelV2");
+        assert_eq!(
+            k.pattern,
+            Pattern::Uniform {
+                rows: 10,
+                cols: 20,
+                avg_degree: 2.5,
+                seed: 0,
+                samples: 2
+            }
+        );
+    }
+
+    #[test]
+    fn every_synthetic_kind_loads_samples_of_the_right_size() {
+        let cases: &[(&str, usize, usize, usize)] = &[
+            ("kind = \"stencil\", grid = [8, 8], points = 5", 64, 64, 1),
+            ("kind = \"stencil\", grid = [6, 7], points = 9", 42, 42, 1),
+            (
+                "kind = \"stencil\", grid = [4, 4, 4], points = 7",
+                64,
+                64,
+                1,
+            ),
+            (
+                "kind = \"stencil\", grid = [3, 4, 5], points = 27",
+                60,
+                60,
+                1,
+            ),
+            (
+                "kind = \"banded\", rows = 100, bandwidth = 5, avg-degree = 4",
+                100,
+                100,
+                2,
+            ),
+            (
+                "kind = \"power-law\", rows = 200, avg-degree = 6, exponent = 2.1",
+                200,
+                200,
+                2,
+            ),
+            (
+                "kind = \"uniform\", rows = 50, cols = 80, avg-degree = 3.5, seed = 4",
+                50,
+                80,
+                2,
+            ),
+            (
+                "kind = \"block\", rows = 64, block = [4, 2], blocks-per-row = 3, samples = 1",
+                64,
+                64,
+                1,
+            ),
+        ];
+        for &(pattern, rows, cols, count) in cases {
+            let d = parse(&with_pattern(pattern)).unwrap();
+            let samples = d.load_samples(0).unwrap();
+            assert_eq!(samples.len(), count, "{pattern}");
+            for s in &samples {
+                assert_eq!(s.matrix.rows(), rows, "{pattern}");
+                assert_eq!(s.matrix.cols(), cols, "{pattern}");
+                assert!(s.matrix.nnz() > 0, "{pattern}");
+                assert!(s.source_file.is_none());
+                assert!(
+                    s.label.starts_with(d.kernels[0].pattern.kind()),
+                    "{}",
+                    s.label
+                );
+            }
+            assert!(d.kernels[0].pattern.files(&d.manifest_dir()).is_empty());
+        }
+        let d = parse(&with_pattern(
+            "kind = \"stencil\", grid = [64, 64], points = 5",
+        ))
+        .unwrap();
+        assert_eq!(d.load_samples(0).unwrap()[0].label, "stencil 64x64 5-pt");
+    }
+
+    #[test]
+    fn samples_three_gives_three_distinct_instances() {
+        let d = parse(&with_pattern(
+            "kind = \"uniform\", rows = 100, cols = 100, avg-degree = 5, seed = 10, samples = 3",
+        ))
+        .unwrap();
+        let s = d.load_samples(0).unwrap();
+        assert_eq!(s.len(), 3);
+        assert!(
+            s[0].matrix != s[1].matrix && s[1].matrix != s[2].matrix && s[0].matrix != s[2].matrix
+        );
+        assert!(s[0].label.ends_with("seed 10") && s[2].label.ends_with("seed 12"));
+        // Deterministic: loading again gives the same matrices.
+        assert_eq!(d.load_samples(0).unwrap(), s);
+    }
+
+    #[test]
+    fn matrix_market_and_samples_dir_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let m = tmp.path().join("Cargo.toml");
+        write(tmp.path(), "data/one.mtx", SMALL_MTX);
+        write(tmp.path(), "set/b/two.mtx", SMALL_MTX);
+        write(tmp.path(), "set/a.mtx", SMALL_MTX);
+        write(tmp.path(), "set/notes.txt", "not a matrix");
+        let body = format!(
+            "{HEAD}{}{}",
+            with_pattern("kind = \"matrix-market\", path = \"data/one.mtx\""),
+            with_pattern("kind = \"samples\", dir = \"set\"").replace("\"k\"", "\"k2\"")
+        );
+        let d = parse_descriptor(&m, &body).unwrap();
+        let one = d.load_samples(0).unwrap();
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].label, "one.mtx");
+        assert_eq!(one[0].matrix.nnz(), 4);
+        assert_eq!(
+            one[0].source_file.as_deref(),
+            Some(tmp.path().join("data/one.mtx").as_path())
+        );
+        let set = d.load_samples(1).unwrap();
+        let labels: Vec<&str> = set.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["a.mtx", "b/two.mtx"]);
+        assert_eq!(
+            d.kernels[1].pattern.files(tmp.path()),
+            vec![
+                tmp.path().join("set/a.mtx"),
+                tmp.path().join("set/b/two.mtx")
+            ]
+        );
+        let watched = d.watched_paths();
+        assert!(watched.contains(&m) && watched.contains(&tmp.path().join("set")));
+        assert_eq!(watched.len(), 5);
+        // The pattern-level API gives the same samples.
+        assert_eq!(d.kernels[1].pattern.load_samples(tmp.path()).unwrap(), set);
+    }
+
+    #[test]
+    fn canonical_json_is_stable() {
+        let a = parse(&with_pattern(
+            "kind = \"power-law\", rows = 1000, avg-degree = 8, exponent = 2.5, seed = 3",
+        ))
+        .unwrap();
+        // Same declaration, keys in another order and written as a sub-table.
+        let b = parse("[[package.metadata.sparserl.kernel]]\nvalue = \"f64\"\nname = \"k\"\nop = \"spmv\"\n[package.metadata.sparserl.kernel.pattern]\nseed = 3\nexponent = 2.5\navg-degree = 8.0\nrows = 1000\nkind = \"power-law\"\n").unwrap();
+        let json = a.kernels[0].canonical_json();
+        assert_eq!(json, b.kernels[0].canonical_json());
+        assert_eq!(
+            json,
+            r#"{"name":"k","type_name":"K","op":"spmv","value":"f64","pattern":{"kind":"power-law","rows":1000,"avg-degree":8.0,"exponent":2.5,"seed":3,"samples":2}}"#
+        );
+        let c = parse(&with_pattern(
+            "kind = \"power-law\", rows = 1000, avg-degree = 8, exponent = 2.5, seed = 4",
+        ))
+        .unwrap();
+        assert_ne!(json, c.kernels[0].canonical_json());
+        let mm = KernelDecl {
+            pattern: Pattern::MatrixMarket {
+                path: PathBuf::from("data/a.mtx"),
+            },
+            ..a.kernels[0].clone()
+        };
+        assert!(
+            mm.canonical_json()
+                .contains(r#""pattern":{"kind":"matrix-market","path":"data/a.mtx"}"#)
+        );
+    }
+
+    // ---- bad inputs -------------------------------------------------------
+
+    #[test]
+    fn toml_syntax_error_names_manifest_and_line() {
+        let err = parse("[package.metadata.sparserl\nfoo = ").unwrap_err();
+        let msg = err.to_string();
+        assert_eq!(err.key_path(), "");
+        assert!(
+            msg.starts_with("error in app/Cargo.toml: invalid TOML"),
+            "{msg}"
+        );
+        assert!(msg.contains("line"), "{msg}");
+    }
+
+    #[test]
+    fn missing_section_says_what_to_add() {
+        fails(
+            "",
+            ROOT,
+            &[
+                "[package.metadata.sparserl]",
+                "[[package.metadata.sparserl.kernel]]",
+            ],
+        );
+        fails(
+            "[package.metadata]\nother = 1\n",
+            ROOT,
+            &["add a [package.metadata.sparserl] table"],
+        );
+        fails(
+            "[package.metadata]\nsparserl = 3\n",
+            ROOT,
+            &["found integer 3, expected a table"],
+        );
+    }
+
+    #[test]
+    fn no_kernels_says_what_to_add() {
+        fails(
+            "[package.metadata.sparserl]\narch = [\"sm_80\"]\n",
+            "package.metadata.sparserl.kernel",
+            &[
+                "no kernels declared",
+                "[[package.metadata.sparserl.kernel]]",
+            ],
+        );
+        fails(
+            "[package.metadata.sparserl]\nkernel = []\n",
+            "package.metadata.sparserl.kernel",
+            &[
+                "found an empty array",
+                "[[package.metadata.sparserl.kernel]]",
+            ],
+        );
+        fails(
+            &KERNEL.replace(
+                "[[package.metadata.sparserl.kernel]]",
+                "[package.metadata.sparserl.kernel]",
+            ),
+            "package.metadata.sparserl.kernel",
+            &["found a single table", "double brackets"],
+        );
+    }
+
+    #[test]
+    fn unknown_top_level_key() {
+        fails(
+            &format!("[package.metadata.sparserl]\nfoo = 1\n{KERNEL}"),
+            "package.metadata.sparserl.foo",
+            &["unknown key \"foo\"; allowed keys: arch, budget-seconds, kernel"],
+        );
+    }
+
+    #[test]
+    fn unknown_kernel_key() {
+        fails(
+            &format!("{KERNEL}foo = \"bar\"\n"),
+            "package.metadata.sparserl.kernel[0].foo",
+            &["unknown key \"foo\"; allowed keys: name, op, value, pattern"],
+        );
+    }
+
+    #[test]
+    fn unknown_pattern_key() {
+        fails(
+            &with_pattern("kind = \"stencil\", grid = [8, 8], points = 5, foo = 1"),
+            "package.metadata.sparserl.kernel[0].pattern.foo",
+            &["unknown key \"foo\"; allowed keys: kind, grid, points, seed, samples"],
+        );
+        fails(
+            &with_pattern("kind = \"matrix-market\", path = \"a.mtx\", seed = 1"),
+            "package.metadata.sparserl.kernel[0].pattern.seed",
+            &["unknown key \"seed\"; allowed keys: kind, path"],
+        );
+    }
+
+    #[test]
+    fn wrong_types() {
+        fails(
+            &KERNEL.replace("name = \"laplace2d\"", "name = 3"),
+            "package.metadata.sparserl.kernel[0].name",
+            &["found integer 3, expected a string"],
+        );
+        fails(
+            &KERNEL.replace("[64, 64]", "\"big\""),
+            "package.metadata.sparserl.kernel[0].pattern.grid",
+            &[
+                "found string \"big\"",
+                "expected an array of 2 or 3 positive integers",
+            ],
+        );
+        fails(
+            &KERNEL.replace("[64, 64]", "[64, 0]"),
+            "package.metadata.sparserl.kernel[0].pattern.grid[1]",
+            &["found 0, expected a positive integer"],
+        );
+        fails(
+            &KERNEL.replace("points = 5", "points = 5.0"),
+            "package.metadata.sparserl.kernel[0].pattern.points",
+            &["found float 5.0", "expected one of 5, 9 for a 2-D grid"],
+        );
+        fails(
+            &KERNEL.replace("pattern = {", "pattern = \"stencil\" #"),
+            "package.metadata.sparserl.kernel[0].pattern",
+            &["found string \"stencil\"", "expected a table"],
+        );
+        fails(
+            &format!("{KERNEL}[[package.metadata.sparserl.kernel]]\n"),
+            "package.metadata.sparserl.kernel[1].name",
+            &["missing required key \"name\""],
+        );
+    }
+
+    #[test]
+    fn unknown_op() {
+        let body = format!(
+            "{KERNEL}{}",
+            KERNEL
+                .replace("laplace2d", "other")
+                .replace("\"spmv\"", "\"spmvv\"")
+        );
+        let err = fails(
+            &body,
+            "package.metadata.sparserl.kernel[1].op",
+            &["found \"spmvv\", expected one of \"spmv\""],
+        );
+        assert_eq!(
+            err.to_string(),
+            "error in app/Cargo.toml at package.metadata.sparserl.kernel[1].op: found \"spmvv\", expected one of \"spmv\""
+        );
+        assert_eq!(err.message(), "found \"spmvv\", expected one of \"spmv\"");
+    }
+
+    #[test]
+    fn spmm_is_not_supported_yet() {
+        fails(
+            &KERNEL.replace("\"spmv\"", "\"spmm\""),
+            "package.metadata.sparserl.kernel[0].op",
+            &[
+                "found \"spmm\"",
+                "expected one of \"spmv\"",
+                "not supported yet",
+            ],
+        );
+    }
+
+    #[test]
+    fn unknown_value() {
+        fails(
+            &KERNEL.replace("\"f32\"", "\"f16\""),
+            "package.metadata.sparserl.kernel[0].value",
+            &["found \"f16\", expected one of \"f32\", \"f64\""],
+        );
+    }
+
+    #[test]
+    fn unknown_kind() {
+        fails(
+            &KERNEL.replace("\"stencil\"", "\"diagonal\""),
+            "package.metadata.sparserl.kernel[0].pattern.kind",
+            &[
+                "found \"diagonal\"",
+                "expected one of \"matrix-market\", \"samples\", \"stencil\", \"banded\", \"power-law\", \"uniform\", \"block\"",
+            ],
+        );
+    }
+
+    #[test]
+    fn missing_required_keys() {
+        fails(
+            &KERNEL.replace(", points = 5", ""),
+            "package.metadata.sparserl.kernel[0].pattern.points",
+            &[
+                "missing required key \"points\"",
+                "expected one of 5, 9 for a 2-D grid",
+            ],
+        );
+        fails(
+            &with_pattern("grid = [8, 8], points = 5"),
+            "package.metadata.sparserl.kernel[0].pattern.kind",
+            &["missing required key \"kind\"", "\"power-law\""],
+        );
+        fails(
+            &KERNEL.replace("value = \"f32\"\n", ""),
+            "package.metadata.sparserl.kernel[0].value",
+            &[
+                "missing required key \"value\"",
+                "expected one of \"f32\", \"f64\"",
+            ],
+        );
+        fails(
+            &with_pattern("kind = \"uniform\", rows = 10, avg-degree = 2"),
+            "package.metadata.sparserl.kernel[0].pattern.cols",
+            &["missing required key \"cols\"", "positive integer"],
+        );
+    }
+
+    #[test]
+    fn bad_points_for_dims() {
+        fails(
+            &KERNEL.replace("points = 5", "points = 7"),
+            "package.metadata.sparserl.kernel[0].pattern.points",
+            &["found 7, expected one of 5, 9 for a 2-D grid"],
+        );
+        fails(
+            &KERNEL.replace("[64, 64]", "[8, 8, 8]"),
+            "package.metadata.sparserl.kernel[0].pattern.points",
+            &["found 5, expected one of 7, 27 for a 3-D grid"],
+        );
+        fails(
+            &KERNEL.replace("[64, 64]", "[8]"),
+            "package.metadata.sparserl.kernel[0].pattern.grid",
+            &["found an array of 1 elements, expected an array of 2 or 3 positive integers"],
+        );
+        fails(
+            &KERNEL.replace("points = 5", "points = 5, samples = 2"),
+            "package.metadata.sparserl.kernel[0].pattern.samples",
+            &["found 2, expected 1", "deterministic"],
+        );
+    }
+
+    #[test]
+    fn bad_synthetic_ranges() {
+        let at = |k: &str| format!("package.metadata.sparserl.kernel[0].pattern.{k}");
+        fails(
+            &with_pattern("kind = \"uniform\", rows = 10, cols = 20, avg-degree = 21"),
+            &at("avg-degree"),
+            &["found 21, expected a positive number no larger than the 20 columns"],
+        );
+        fails(
+            &with_pattern("kind = \"banded\", rows = 10, bandwidth = 2, avg-degree = 0"),
+            &at("avg-degree"),
+            &["found 0, expected a positive finite number"],
+        );
+        fails(
+            &with_pattern("kind = \"banded\", rows = -10, bandwidth = 2, avg-degree = 1"),
+            &at("rows"),
+            &["found -10, expected a positive integer"],
+        );
+        fails(
+            &with_pattern("kind = \"power-law\", rows = 100, avg-degree = 4, exponent = 1"),
+            &at("exponent"),
+            &["found 1, expected a finite number greater than 1"],
+        );
+        fails(
+            &with_pattern("kind = \"block\", rows = 100, block = [3, 4], blocks-per-row = 2"),
+            &at("block[0]"),
+            &["found 3, expected a divisor of rows = 100"],
+        );
+        fails(
+            &with_pattern("kind = \"block\", rows = 100, block = [4], blocks-per-row = 2"),
+            &at("block"),
+            &["expected an array [r, c] of 2 positive integers"],
+        );
+        fails(
+            &with_pattern("kind = \"block\", rows = 16, block = [4, 4], blocks-per-row = 5"),
+            &at("blocks-per-row"),
+            &["found 5, expected at most 4"],
+        );
+        fails(
+            &with_pattern("kind = \"uniform\", rows = 10, cols = 10, avg-degree = 2, samples = 9"),
+            &at("samples"),
+            &["found integer 9, expected an integer in 1..=8"],
+        );
+        fails(
+            &with_pattern("kind = \"uniform\", rows = 10, cols = 10, avg-degree = 2, seed = -1"),
+            &at("seed"),
+            &["found integer -1, expected a non-negative integer"],
+        );
+        fails(
+            &with_pattern(
+                "kind = \"uniform\", rows = 2000000000, cols = 2000000000, avg-degree = 8",
+            ),
+            "package.metadata.sparserl.kernel[0].pattern",
+            &["nonzeros", "32-bit"],
+        );
+    }
+
+    #[test]
+    fn missing_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let m = tmp.path().join("Cargo.toml");
+        let err = parse_descriptor(
+            &m,
+            &format!(
+                "{HEAD}{}",
+                with_pattern("kind = \"matrix-market\", path = \"data/missing.mtx\"")
+            ),
+        )
+        .unwrap_err();
+        let resolved = tmp.path().join("data/missing.mtx").display().to_string();
+        check(
+            &err,
+            "package.metadata.sparserl.kernel[0].pattern.path",
+            &[
+                "found \"data/missing.mtx\"",
+                "expected an existing Matrix Market file",
+                &resolved,
+                "does not exist",
+            ],
+        );
+        let err = parse_descriptor(
+            &m,
+            &format!(
+                "{HEAD}{}",
+                with_pattern("kind = \"matrix-market\", path = \"data/a.csv\"")
+            ),
+        )
+        .unwrap_err();
+        check(
+            &err,
+            "package.metadata.sparserl.kernel[0].pattern.path",
+            &["expected a path ending in .mtx or .mtx.gz"],
+        );
+        let err = parse_descriptor(
+            &m,
+            &format!(
+                "{HEAD}{}",
+                with_pattern("kind = \"samples\", dir = \"nowhere\"")
+            ),
+        )
+        .unwrap_err();
+        check(
+            &err,
+            "package.metadata.sparserl.kernel[0].pattern.dir",
+            &[
+                &tmp.path().join("nowhere").display().to_string(),
+                "does not exist",
+            ],
+        );
+    }
+
+    #[test]
+    fn empty_samples_dir() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), "empty/readme.txt", "no matrices here");
+        let err = parse_descriptor(
+            &tmp.path().join("Cargo.toml"),
+            &format!(
+                "{HEAD}{}",
+                with_pattern("kind = \"samples\", dir = \"empty\"")
+            ),
+        )
+        .unwrap_err();
+        check(
+            &err,
+            "package.metadata.sparserl.kernel[0].pattern.dir",
+            &[
+                "found \"empty\"",
+                "at least one *.mtx or *.mtx.gz file",
+                "has none",
+            ],
+        );
+    }
+
+    #[test]
+    fn malformed_matrix_market_reports_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bad = "%%MatrixMarket matrix coordinate real general\n% comment\n3 3 3\n1 1 1.0\n2 x 2.0\n3 3 3.0\n";
+        write(tmp.path(), "bad.mtx", bad);
+        let d = parse_descriptor(
+            &tmp.path().join("Cargo.toml"),
+            &format!(
+                "{HEAD}{}",
+                with_pattern("kind = \"matrix-market\", path = \"bad.mtx\"")
+            ),
+        )
+        .unwrap();
+        let err = d.load_samples(0).unwrap_err();
+        check(
+            &err,
+            "package.metadata.sparserl.kernel[0].pattern.path",
+            &["line 5", "bad.mtx", "expected a valid coordinate file"],
+        );
+        // Through the pattern-level API the key path is relative to the kernel.
+        let err = d.kernels[0].pattern.load_samples(tmp.path()).unwrap_err();
+        check(&err, "pattern.path", &["line 5"]);
+    }
+
+    #[test]
+    fn truncated_matrix_market() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(
+            tmp.path(),
+            "set/t.mtx",
+            "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 2 2.0\n",
+        );
+        let d = parse_descriptor(
+            &tmp.path().join("Cargo.toml"),
+            &format!(
+                "{HEAD}{}",
+                with_pattern("kind = \"samples\", dir = \"set\"")
+            ),
+        )
+        .unwrap();
+        let err = d.load_samples(0).unwrap_err();
+        check(
+            &err,
+            "package.metadata.sparserl.kernel[0].pattern.dir",
+            &["t.mtx", "line 4", "2 of 3"],
+        );
+    }
+
+    #[test]
+    fn duplicate_names() {
+        let body = format!("{KERNEL}{}", KERNEL.replace("\"f32\"", "\"f64\""));
+        fails(
+            &body,
+            "package.metadata.sparserl.kernel[1].name",
+            &[
+                "found \"laplace2d\" again",
+                "kernel[0] and kernel[1]",
+                "unique",
+            ],
+        );
+        let body = format!(
+            "{}{}",
+            KERNEL.replace("laplace2d", "a_b"),
+            KERNEL.replace("laplace2d", "a__b")
+        );
+        fails(
+            &body,
+            "package.metadata.sparserl.kernel[1].name",
+            &["\"a__b\"", "AB", "\"a_b\"", "kernel[0] and kernel[1]"],
+        );
+    }
+
+    #[test]
+    fn invalid_identifiers() {
+        let at = "package.metadata.sparserl.kernel[0].name";
+        let rule = "expected a Rust identifier in snake_case";
+        fails(
+            &KERNEL.replace("laplace2d", "2d"),
+            at,
+            &["found \"2d\"", rule, "starts with a digit"],
+        );
+        fails(
+            &KERNEL.replace("laplace2d", "fn"),
+            at,
+            &["found \"fn\"", rule, "keyword"],
+        );
+        fails(
+            &KERNEL.replace("laplace2d", "my-kernel"),
+            at,
+            &[
+                "found \"my-kernel\"",
+                rule,
+                "'-' is not allowed",
+                "\"my_kernel\"",
+            ],
+        );
+        fails(
+            &KERNEL.replace("laplace2d", ""),
+            at,
+            &["found an empty string", rule],
+        );
+        fails(
+            &KERNEL.replace("laplace2d", "_"),
+            at,
+            &["found \"_\"", "type name"],
+        );
+        fails(
+            &KERNEL.replace("laplace2d", "self_"),
+            at,
+            &["found \"self_\"", "\"Self\""],
+        );
+    }
+
+    #[test]
+    fn bad_arch() {
+        let body = |arch: &str| format!("[package.metadata.sparserl]\narch = {arch}\n{KERNEL}");
+        for bad in [
+            "\"sm80\"",
+            "\"sm_8\"",
+            "\"sm_1000\"",
+            "\"compute_80\"",
+            "\"sm_8a\"",
+        ] {
+            fails(
+                &body(&format!("[\"sm_80\", {bad}]")),
+                "package.metadata.sparserl.arch[1]",
+                &[
+                    &format!("found {bad}"),
+                    "expected an architecture like \"sm_80\"",
+                ],
+            );
+        }
+        fails(
+            &body("\"sm_80\""),
+            "package.metadata.sparserl.arch",
+            &["found string \"sm_80\"", "expected an array"],
+        );
+        fails(
+            &body("[]"),
+            "package.metadata.sparserl.arch",
+            &["found an empty array", "\"sm_80\""],
+        );
+        fails(
+            &body("[80]"),
+            "package.metadata.sparserl.arch[0]",
+            &["found integer 80", "\"sm_80\""],
+        );
+        let d = parse(&body("[\"sm_90\", \"sm_80\", \"sm_90\", \"sm_100\"]")).unwrap();
+        assert_eq!(d.arch.unwrap(), ["sm_90", "sm_80", "sm_100"]);
+    }
+
+    #[test]
+    fn non_positive_budget() {
+        let body = |b: &str| format!("[package.metadata.sparserl]\nbudget-seconds = {b}\n{KERNEL}");
+        let at = "package.metadata.sparserl.budget-seconds";
+        fails(
+            &body("0"),
+            at,
+            &["found 0, expected a positive finite number"],
+        );
+        fails(
+            &body("-1.5"),
+            at,
+            &["found -1.5, expected a positive finite number"],
+        );
+        fails(
+            &body("inf"),
+            at,
+            &["found inf, expected a positive finite number"],
+        );
+        fails(&body("nan"), at, &["expected a positive finite number"]);
+        fails(
+            &body("\"30s\""),
+            at,
+            &["found string \"30s\", expected a positive number"],
+        );
+        assert_eq!(parse(&body("2.5")).unwrap().budget_seconds, Some(2.5));
+    }
+
+    #[test]
+    fn read_descriptor_reports_io_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let m = tmp.path().join("Cargo.toml");
+        let err = read_descriptor(&m).unwrap_err();
+        assert_eq!(err.manifest(), m);
+        assert!(
+            err.to_string().contains("cannot read the manifest"),
+            "{err}"
+        );
+        std::fs::write(&m, format!("{HEAD}{KERNEL}")).unwrap();
+        assert_eq!(read_descriptor(&m).unwrap().kernels.len(), 1);
+    }
+
+    #[test]
+    fn load_samples_bad_index() {
+        let d = parse(KERNEL).unwrap();
+        let err = d.load_samples(3).unwrap_err();
+        check(
+            &err,
+            "package.metadata.sparserl.kernel[3]",
+            &["no such kernel"],
+        );
+    }
+}
