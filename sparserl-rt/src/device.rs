@@ -1,0 +1,543 @@
+//! Device side: the GPU context, uploaded matrices and vectors.
+//!
+//! All device work of one [`Gpu`] goes through a single CUDA stream, so
+//! operations are ordered without extra synchronization.
+
+use crate::csr::{Csr, CsrError};
+use crate::error::{RtError, is_sticky};
+use crate::features::Features;
+use crate::variant::ValueType;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, DriverError, ValidAsZeroBits, sys,
+};
+use cudarc::nvrtc::Ptx;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+/// L2 size assumed when the driver does not report one (H100/H200: 50 MB).
+pub const DEFAULT_L2_BYTES: usize = 50 * 1000 * 1000;
+
+/// Whether the CUDA driver library can be loaded on this machine.
+pub fn driver_present() -> bool {
+    // SAFETY: `is_culib_present` only tries to open the driver library with
+    // `dlopen`/`LoadLibrary` and drops it again; it calls no CUDA function.
+    unsafe { sys::is_culib_present() }
+}
+
+/// One CUDA device: context, the stream all SparseRL work runs on, and a
+/// registry of loaded kernel functions.
+///
+/// Cloning is cheap and shares the context, stream and registry.
+///
+/// Event tracking between streams is disabled for this context (everything
+/// runs on [`Gpu::stream`]); if you enqueue work on buffers of this `Gpu`
+/// from another stream, synchronize yourself.
+#[derive(Clone)]
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    functions: Arc<Mutex<HashMap<String, CudaFunction>>>,
+    name: Arc<str>,
+    cc: (i32, i32),
+    l2_bytes: usize,
+}
+
+impl fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gpu")
+            .field("ordinal", &self.ctx.ordinal())
+            .field("name", &self.name)
+            .field("arch", &self.arch())
+            .finish()
+    }
+}
+
+impl Gpu {
+    /// Opens device `ordinal` (0 for the first GPU).
+    ///
+    /// Returns [`RtError::NoDriver`] when the CUDA driver library is missing
+    /// and [`RtError::NoDevice`] when the device does not exist; never panics
+    /// for lack of a GPU.
+    pub fn new(ordinal: usize) -> Result<Gpu, RtError> {
+        if !driver_present() {
+            return Err(RtError::NoDriver);
+        }
+        let count = match CudaContext::device_count() {
+            Ok(n) => n.max(0) as usize,
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE => 0,
+            Err(e) => return Err(e.into()),
+        };
+        if ordinal >= count {
+            return Err(RtError::NoDevice { ordinal, count });
+        }
+        let ctx = CudaContext::new(ordinal)?;
+        // SAFETY: every buffer created through this `Gpu` is allocated, used
+        // and freed on the single stream created below, so stream order alone
+        // guarantees that no buffer is used before it is written or after it
+        // is freed; per-buffer events are not needed (and would be recorded
+        // inside CUDA graph captures otherwise).
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream()?;
+        let name: Arc<str> = ctx.name()?.into();
+        let cc = ctx.compute_capability()?;
+        let l2_bytes = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+            .ok()
+            .filter(|&b| b > 0)
+            .map_or(DEFAULT_L2_BYTES, |b| b as usize);
+        Ok(Gpu {
+            ctx,
+            stream,
+            functions: Arc::new(Mutex::new(HashMap::new())),
+            name,
+            cc,
+            l2_bytes,
+        })
+    }
+
+    /// Device name as reported by the driver.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Compute capability `(major, minor)`.
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.cc
+    }
+
+    /// The NVRTC architecture name, e.g. `"sm_90"`.
+    pub fn arch(&self) -> String {
+        format!("sm_{}{}", self.cc.0, self.cc.1)
+    }
+
+    /// L2 cache size in bytes.
+    pub fn l2_bytes(&self) -> usize {
+        self.l2_bytes
+    }
+
+    /// The stream all SparseRL work of this device runs on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The CUDA context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Waits for all work queued on [`Gpu::stream`].
+    pub fn synchronize(&self) -> Result<(), RtError> {
+        Ok(self.stream.synchronize()?)
+    }
+
+    /// The function `entry`, loading it on first use from the PTX that
+    /// `make_ptx` returns (called at most once per entry and `Gpu`; loading is
+    /// serialized across threads).
+    ///
+    /// Entries are keyed by name alone: different PTX must use different entry names.
+    pub fn function_or_load<F>(&self, entry: &str, make_ptx: F) -> Result<CudaFunction, RtError>
+    where
+        F: FnOnce() -> Result<String, RtError>,
+    {
+        let mut map = self.functions.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = map.get(entry) {
+            return Ok(f.clone());
+        }
+        let ptx = make_ptx()?;
+        if ptx.contains('\0') {
+            return Err(RtError::Compile(format!(
+                "PTX for `{entry}` contains a NUL byte"
+            )));
+        }
+        let load_err = |e: DriverError| -> RtError {
+            if is_sticky(&e) {
+                e.into()
+            } else {
+                RtError::Compile(format!("loading the PTX of entry `{entry}` failed: {e}"))
+            }
+        };
+        let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(load_err)?;
+        let f = module.load_function(entry).map_err(load_err)?;
+        map.insert(entry.to_string(), f.clone());
+        Ok(f)
+    }
+
+    /// The function `entry` of `ptx`, loaded once per entry (see [`Gpu::function_or_load`]).
+    pub fn load_ptx(&self, entry: &str, ptx: &str) -> Result<CudaFunction, RtError> {
+        self.function_or_load(entry, || Ok(ptx.to_string()))
+    }
+}
+
+/// Element types kernels are generated for: `f32` and `f64`.
+pub trait Scalar:
+    DeviceRepr + ValidAsZeroBits + Copy + Default + fmt::Debug + Send + Sync + 'static
+{
+    /// The matching [`ValueType`].
+    const TYPE: ValueType;
+    /// Conversion from `f64` (rounding for `f32`).
+    fn from_f64(v: f64) -> Self;
+    /// Exact conversion to `f64`.
+    fn to_f64(self) -> f64;
+}
+
+impl Scalar for f32 {
+    const TYPE: ValueType = ValueType::F32;
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl Scalar for f64 {
+    const TYPE: ValueType = ValueType::F64;
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+/// Checks raw CSR arrays on the host, with the same rules as
+/// [`Csr::try_new`], plus [`RtError::EmptyMatrix`] for a matrix without rows
+/// or columns (zero nonzeros with at least one row is fine).
+pub fn validate_raw(
+    rows: usize,
+    cols: usize,
+    indptr: &[u32],
+    indices: &[u32],
+    n_values: usize,
+) -> Result<(), RtError> {
+    if rows == 0 || cols == 0 {
+        return Err(RtError::EmptyMatrix { rows, cols });
+    }
+    let nnz = indices.len();
+    if rows >= i32::MAX as usize || cols >= i32::MAX as usize || nnz >= i32::MAX as usize {
+        return Err(CsrError::TooLarge { rows, cols, nnz }.into());
+    }
+    if indptr.len() != rows + 1 {
+        return Err(CsrError::IndptrLength {
+            expected: rows + 1,
+            found: indptr.len(),
+        }
+        .into());
+    }
+    if indptr[0] != 0 {
+        return Err(CsrError::IndptrNotMonotone { row: 0 }.into());
+    }
+    if let Some(r) = (0..rows).find(|&r| indptr[r + 1] < indptr[r]) {
+        return Err(CsrError::IndptrNotMonotone { row: r }.into());
+    }
+    let nnz_ptr = indptr[rows] as usize;
+    if nnz_ptr != nnz || nnz_ptr != n_values {
+        return Err(CsrError::NnzMismatch {
+            nnz: nnz_ptr,
+            indices: nnz,
+            values: n_values,
+        }
+        .into());
+    }
+    for r in 0..rows {
+        let row = &indices[indptr[r] as usize..indptr[r + 1] as usize];
+        for (k, &c) in row.iter().enumerate() {
+            if c as usize >= cols {
+                return Err(CsrError::ColumnOutOfRange {
+                    row: r,
+                    col: c,
+                    cols,
+                }
+                .into());
+            }
+            if k > 0 && row[k - 1] >= c {
+                return Err(CsrError::UnsortedRow { row: r }.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies `data` to a new device buffer of at least one element (CUDA cannot
+/// allocate zero bytes; the padding element is never read by kernels).
+fn upload_padded<T: DeviceRepr + ValidAsZeroBits + Copy>(
+    gpu: &Gpu,
+    data: &[T],
+) -> Result<CudaSlice<T>, RtError> {
+    if data.is_empty() {
+        Ok(gpu.stream.alloc_zeros::<T>(1)?)
+    } else {
+        Ok(gpu.stream.clone_htod(data)?)
+    }
+}
+
+/// A CSR matrix on the device: 32-bit indices, values of type `T`, plus the
+/// host-computed [`Features`] used by runtime dispatch.
+pub struct DeviceCsr<T: Scalar> {
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    indptr: CudaSlice<i32>,
+    indices: CudaSlice<i32>,
+    values: CudaSlice<T>,
+    features: Features,
+}
+
+impl<T: Scalar> fmt::Debug for DeviceCsr<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceCsr")
+            .field("value", &T::TYPE)
+            .field("rows", &self.rows)
+            .field("cols", &self.cols)
+            .field("nnz", &self.nnz)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Scalar> DeviceCsr<T> {
+    /// Uploads a host matrix, converting its values to `T`.
+    pub fn upload(gpu: &Gpu, csr: &Csr) -> Result<Self, RtError> {
+        if csr.rows() == 0 || csr.cols() == 0 {
+            return Err(RtError::EmptyMatrix {
+                rows: csr.rows(),
+                cols: csr.cols(),
+            });
+        }
+        let values: Vec<T> = csr.values().iter().map(|&v| T::from_f64(v)).collect();
+        Self::upload_parts(gpu, csr, &values)
+    }
+
+    /// Uploads a sprs matrix (CSR or CSC; converted, sorted and validated on the host).
+    pub fn from_sprs(gpu: &Gpu, m: &sprs::CsMat<f64>) -> Result<Self, RtError> {
+        if m.rows() == 0 || m.cols() == 0 {
+            return Err(RtError::EmptyMatrix {
+                rows: m.rows(),
+                cols: m.cols(),
+            });
+        }
+        Self::upload(gpu, &Csr::from_sprs(m)?)
+    }
+
+    /// Uploads raw CSR arrays after checking them with [`validate_raw`]
+    /// (before any device call).
+    pub fn from_raw(
+        gpu: &Gpu,
+        rows: usize,
+        cols: usize,
+        indptr: &[u32],
+        indices: &[u32],
+        values: &[T],
+    ) -> Result<Self, RtError> {
+        validate_raw(rows, cols, indptr, indices, values.len())?;
+        let csr = Csr::try_new(
+            rows,
+            cols,
+            indptr.to_vec(),
+            indices.to_vec(),
+            values.iter().map(|v| v.to_f64()).collect(),
+        )?;
+        Self::upload_parts(gpu, &csr, values)
+    }
+
+    /// Uploads the structure of `csr` with `values` (already of type `T`).
+    fn upload_parts(gpu: &Gpu, csr: &Csr, values: &[T]) -> Result<Self, RtError> {
+        let features = Features::compute(csr);
+        // Validated: every offset and index is below i32::MAX.
+        let indptr: Vec<i32> = csr.indptr().iter().map(|&p| p as i32).collect();
+        let indices: Vec<i32> = csr.indices().iter().map(|&c| c as i32).collect();
+        Ok(DeviceCsr {
+            rows: csr.rows(),
+            cols: csr.cols(),
+            nnz: csr.nnz(),
+            indptr: gpu.stream.clone_htod(&indptr)?,
+            indices: upload_padded(gpu, &indices)?,
+            values: upload_padded(gpu, values)?,
+            features,
+        })
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Stored nonzeros.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+    /// Features computed on the host at upload.
+    pub fn features(&self) -> &Features {
+        &self.features
+    }
+    /// Row pointers (`rows + 1` entries).
+    pub fn indptr(&self) -> &CudaSlice<i32> {
+        &self.indptr
+    }
+    /// Column indices (at least one element; only the first `nnz` are meaningful).
+    pub fn indices(&self) -> &CudaSlice<i32> {
+        &self.indices
+    }
+    /// Values (at least one element; only the first `nnz` are meaningful).
+    pub fn values(&self) -> &CudaSlice<T> {
+        &self.values
+    }
+    /// Device memory held by the matrix arrays, in bytes.
+    pub fn device_bytes(&self) -> usize {
+        self.indptr.num_bytes() + self.indices.num_bytes() + self.values.num_bytes()
+    }
+}
+
+/// A dense vector on the device.
+pub struct DeviceVec<T: Scalar> {
+    buf: CudaSlice<T>,
+    len: usize,
+}
+
+impl<T: Scalar> fmt::Debug for DeviceVec<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceVec")
+            .field("value", &T::TYPE)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T: Scalar> DeviceVec<T> {
+    /// Copies a host slice to the device.
+    pub fn from_host(gpu: &Gpu, data: &[T]) -> Result<Self, RtError> {
+        Ok(DeviceVec {
+            buf: upload_padded(gpu, data)?,
+            len: data.len(),
+        })
+    }
+
+    /// A vector of `n` zeros.
+    pub fn zeros(gpu: &Gpu, n: usize) -> Result<Self, RtError> {
+        Ok(DeviceVec {
+            buf: gpu.stream.alloc_zeros::<T>(n.max(1))?,
+            len: n,
+        })
+    }
+
+    /// Overwrites the vector with `data` (same length).
+    pub fn copy_from_host(&mut self, gpu: &Gpu, data: &[T]) -> Result<(), RtError> {
+        if data.len() != self.len {
+            return Err(RtError::DimensionMismatch {
+                what: "host data",
+                expected: self.len,
+                found: data.len(),
+            });
+        }
+        if !data.is_empty() {
+            gpu.stream.memcpy_htod(data, &mut self.buf)?;
+        }
+        Ok(())
+    }
+
+    /// Copies the vector back to the host (waits for queued work).
+    pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<T>, RtError> {
+        let mut v = gpu.stream.clone_dtoh(&self.buf)?;
+        v.truncate(self.len);
+        Ok(v)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the vector has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device buffer (at least one element long, even when empty).
+    pub fn as_slice(&self) -> &CudaSlice<T> {
+        &self.buf
+    }
+
+    /// The device buffer, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut CudaSlice<T> {
+        &mut self.buf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_new_without_driver_is_an_error_not_a_panic() {
+        match Gpu::new(0) {
+            Err(RtError::NoDriver) | Err(RtError::NoDevice { .. }) => {}
+            Err(e) => panic!("unexpected error: {e}"),
+            // A machine with a GPU: opening it is fine too.
+            Ok(gpu) => assert!(gpu.arch().starts_with("sm_")),
+        }
+    }
+
+    #[test]
+    fn validate_raw_accepts_valid_and_empty_rows() {
+        validate_raw(3, 4, &[0, 2, 2, 3], &[0, 3, 1], 3).unwrap();
+        validate_raw(2, 2, &[0, 0, 0], &[], 0).unwrap();
+    }
+
+    #[test]
+    fn validate_raw_rejects_bad_arrays() {
+        assert!(matches!(
+            validate_raw(1, 2, &[0, 1], &[2], 1),
+            Err(RtError::Csr(CsrError::ColumnOutOfRange {
+                row: 0,
+                col: 2,
+                ..
+            }))
+        ));
+        assert!(matches!(
+            validate_raw(1, 3, &[0, 2], &[2, 1], 2),
+            Err(RtError::Csr(CsrError::UnsortedRow { row: 0 }))
+        ));
+        assert!(matches!(
+            validate_raw(1, 3, &[0, 2], &[1, 1], 2),
+            Err(RtError::Csr(CsrError::UnsortedRow { row: 0 }))
+        ));
+        assert!(matches!(
+            validate_raw(2, 3, &[0, 1], &[0], 1),
+            Err(RtError::Csr(CsrError::IndptrLength {
+                expected: 3,
+                found: 2
+            }))
+        ));
+        assert!(matches!(
+            validate_raw(2, 3, &[0, 2, 1], &[0, 1], 2),
+            Err(RtError::Csr(CsrError::IndptrNotMonotone { row: 1 }))
+        ));
+        assert!(matches!(
+            validate_raw(1, 3, &[0, 2], &[0, 1], 1),
+            Err(RtError::Csr(CsrError::NnzMismatch { .. }))
+        ));
+    }
+
+    #[test]
+    fn validate_raw_rejects_empty_matrix() {
+        assert!(matches!(
+            validate_raw(0, 3, &[0], &[], 0),
+            Err(RtError::EmptyMatrix { rows: 0, cols: 3 })
+        ));
+        assert!(matches!(
+            validate_raw(2, 0, &[0, 0, 0], &[], 0),
+            Err(RtError::EmptyMatrix { rows: 2, cols: 0 })
+        ));
+    }
+
+    #[test]
+    fn scalar_conversions() {
+        assert_eq!(f32::from_f64(0.1).to_f64(), 0.1f32 as f64);
+        assert_eq!(f64::from_f64(0.1), 0.1);
+        assert_eq!(<f32 as Scalar>::TYPE, ValueType::F32);
+        assert_eq!(<f64 as Scalar>::TYPE, ValueType::F64);
+    }
+}

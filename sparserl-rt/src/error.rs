@@ -1,0 +1,156 @@
+//! The runtime's error type.
+
+use crate::csr::CsrError;
+use crate::variant::ValueType;
+use cudarc::driver::{DriverError, sys};
+use thiserror::Error;
+
+/// Everything that can go wrong on the device side of SparseRL.
+#[derive(Debug, Error)]
+pub enum RtError {
+    /// The CUDA driver library (`libcuda`) could not be loaded.
+    #[error(
+        "no CUDA driver found; SparseRL kernels need an NVIDIA GPU and driver \
+         (the driver library libcuda could not be loaded)"
+    )]
+    NoDriver,
+    /// The driver is present but the requested device does not exist.
+    #[error(
+        "no CUDA device with ordinal {ordinal}: the driver reports {count} device(s); \
+         check CUDA_VISIBLE_DEVICES and `nvidia-smi`"
+    )]
+    NoDevice {
+        /// Requested device ordinal.
+        ordinal: usize,
+        /// Devices the driver reports.
+        count: usize,
+    },
+    /// A CUDA driver call failed.
+    #[error("CUDA driver error: {0}")]
+    Driver(#[from] DriverError),
+    /// The host-side CSR arrays are invalid.
+    #[error("invalid sparse matrix: {0}")]
+    Csr(#[from] CsrError),
+    /// A vector or matrix has the wrong size for the operation.
+    #[error("{what} has {found} entries, expected {expected}")]
+    DimensionMismatch {
+        /// Which operand (for example `"x (must have cols entries)"`).
+        what: &'static str,
+        /// Expected length.
+        expected: usize,
+        /// Actual length.
+        found: usize,
+    },
+    /// The matrix has no rows or no columns.
+    #[error("matrix is {rows} x {cols}; SparseRL kernels need at least one row and one column")]
+    EmptyMatrix {
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+    },
+    /// The kernel was built without PTX and NVRTC could not compile it at run time.
+    #[error(
+        "kernel `{kernel}` has no PTX (NVRTC was unavailable at build time) and compiling \
+         it at run time failed: {reason}; install the CUDA toolkit's NVRTC library or \
+         rebuild on a machine that has it"
+    )]
+    NotCompiled {
+        /// Declared kernel name.
+        kernel: String,
+        /// NVRTC's message.
+        reason: String,
+    },
+    /// PTX could not be loaded or compiled.
+    #[error("kernel compilation or module load failed: {0}")]
+    Compile(String),
+    /// A kernel was used with the wrong value type.
+    #[error("kernel `{kernel}` was generated for {expected} values but was called with {found}")]
+    WrongValueType {
+        /// Declared kernel name.
+        kernel: String,
+        /// The kernel's value type.
+        expected: ValueType,
+        /// The value type it was called with.
+        found: ValueType,
+    },
+    /// A variant's parameters are out of range.
+    #[error("invalid kernel variant {variant}: {reason}")]
+    InvalidVariant {
+        /// Variant id.
+        variant: String,
+        /// First violated rule.
+        reason: String,
+    },
+}
+
+impl RtError {
+    /// Whether this is a "sticky" device fault (illegal address, trap, ...)
+    /// after which the CUDA context is unusable and must be recreated.
+    ///
+    /// Such errors must abort a measurement campaign instead of being recorded
+    /// as one failed variant.
+    pub fn is_context_fatal(&self) -> bool {
+        match self {
+            RtError::Driver(e) => is_sticky(e),
+            _ => false,
+        }
+    }
+}
+
+/// Whether a driver error leaves the context in an unrecoverable state.
+pub(crate) fn is_sticky(e: &DriverError) -> bool {
+    use sys::CUresult as R;
+    matches!(
+        e.0,
+        R::CUDA_ERROR_ILLEGAL_ADDRESS
+            | R::CUDA_ERROR_LAUNCH_FAILED
+            | R::CUDA_ERROR_MISALIGNED_ADDRESS
+            | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | R::CUDA_ERROR_INVALID_PC
+            | R::CUDA_ERROR_ASSERT
+            | R::CUDA_ERROR_ECC_UNCORRECTABLE
+            | R::CUDA_ERROR_LAUNCH_TIMEOUT
+            | R::CUDA_ERROR_CONTEXT_IS_DESTROYED
+            | R::CUDA_ERROR_DEINITIALIZED
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sticky_faults_are_fatal() {
+        // Only `matches!`: formatting a DriverError calls into the driver.
+        let fatal = RtError::Driver(DriverError(sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+        assert!(fatal.is_context_fatal());
+        let benign = RtError::Driver(DriverError(
+            sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+        ));
+        assert!(!benign.is_context_fatal());
+        assert!(!RtError::NoDriver.is_context_fatal());
+    }
+
+    #[test]
+    fn messages_are_actionable() {
+        assert!(
+            RtError::NoDriver
+                .to_string()
+                .contains("NVIDIA GPU and driver")
+        );
+        let e = RtError::DimensionMismatch {
+            what: "x",
+            expected: 3,
+            found: 2,
+        };
+        assert_eq!(e.to_string(), "x has 2 entries, expected 3");
+        let e = RtError::NotCompiled {
+            kernel: "k".into(),
+            reason: "libnvrtc not found".into(),
+        };
+        assert!(e.to_string().contains("libnvrtc not found"));
+    }
+}

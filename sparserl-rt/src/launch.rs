@@ -1,0 +1,376 @@
+//! Typed launches of generated kernels, with runtime dispatch to the fallback.
+//!
+//! Every generated kernel has one ABI (`T` = `float` or `double`):
+//!
+//! ```text
+//! extern "C" __global__ void ENTRY(const int rows, const int cols, const int nnz,
+//!     const int* indptr, const int* indices, const T* values, const T* x, T* y)
+//! ```
+//!
+//! launched with [`Variant::grid`] blocks of `variant.block` threads and no
+//! dynamic shared memory; `y` is zeroed first when [`Variant::needs_zeroed_y`].
+
+use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
+use crate::error::RtError;
+use crate::features::Features;
+use crate::kernel::KernelSpec;
+use crate::variant::{Strategy, Variant};
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+/// Which code path runtime dispatch picked for a matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dispatch {
+    /// The tuned variant fits the matrix.
+    Tuned,
+    /// The matrix is far from the tuning samples; use the nnz-balanced fallback.
+    Fallback {
+        /// Human-readable explanation.
+        reason: String,
+    },
+}
+
+/// Decides between a kernel's tuned variant and its fallback for a matrix.
+///
+/// Nnz-balanced variants ([`Strategy::NnzSplit`]) are safe for any shape and
+/// are always used as tuned. A row-mapped variant falls back when the matrix
+/// is far from [`KernelSpec::tuned_for`] by any of these rules (`t` = tuned,
+/// `m` = matrix):
+///
+/// - `m.cv_row > 2 t.cv_row + 1` (much more irregular row lengths),
+/// - `m.max_over_mean > 4 t.max_over_mean + 16` (a much heavier longest row),
+/// - `m.mean_row < t.mean_row / 8` or `m.mean_row > 8 t.mean_row` (rows of a
+///   very different typical length; only when `t.mean_row > 0`).
+///
+/// A non-finite tuned statistic never triggers a fallback.
+pub fn dispatch(spec: &KernelSpec, m: &Features) -> Dispatch {
+    if spec.variant.strategy == Strategy::NnzSplit {
+        return Dispatch::Tuned;
+    }
+    let t = &spec.tuned_for;
+    let cv_limit = 2.0 * t.cv_row + 1.0;
+    if m.cv_row > cv_limit {
+        return Dispatch::Fallback {
+            reason: format!(
+                "row-length coefficient of variation {:.3} exceeds {:.3} (tuned for {:.3})",
+                m.cv_row, cv_limit, t.cv_row
+            ),
+        };
+    }
+    let max_limit = 4.0 * t.max_over_mean + 16.0;
+    if m.max_over_mean > max_limit {
+        return Dispatch::Fallback {
+            reason: format!(
+                "longest row / mean row {:.1} exceeds {:.1} (tuned for {:.1})",
+                m.max_over_mean, max_limit, t.max_over_mean
+            ),
+        };
+    }
+    if t.mean_row > 0.0 && (m.mean_row < t.mean_row / 8.0 || m.mean_row > t.mean_row * 8.0) {
+        return Dispatch::Fallback {
+            reason: format!(
+                "mean row length {:.2} is outside [{:.2}, {:.2}] (tuned for {:.2})",
+                m.mean_row,
+                t.mean_row / 8.0,
+                t.mean_row * 8.0,
+                t.mean_row
+            ),
+        };
+    }
+    Dispatch::Tuned
+}
+
+/// Kernel names already warned about (one warning per kernel per process).
+static WARNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+
+fn warn_fallback_once(name: &'static str, reason: &str) {
+    let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+    if warned.insert(name) {
+        log::warn!(
+            "sparserl: kernel `{name}` uses its nnz-balanced fallback for this matrix: {reason} \
+             (add similar matrices to the kernel's samples to tune for them); \
+             this is reported once per kernel"
+        );
+    }
+}
+
+/// Loads `entry` on `gpu` from `ptx`, or compiles `source` with NVRTC when
+/// there is no PTX ([`RtError::NotCompiled`] on failure). Cached per entry.
+pub fn load_entry(
+    gpu: &Gpu,
+    kernel: &str,
+    entry: &str,
+    ptx: Option<&str>,
+    source: &str,
+) -> Result<CudaFunction, RtError> {
+    gpu.function_or_load(entry, || match ptx {
+        Some(p) => Ok(p.to_string()),
+        None => {
+            crate::nvrtc::compile_ptx(source, &gpu.arch(), &[]).map_err(|e| RtError::NotCompiled {
+                kernel: kernel.to_string(),
+                reason: e.to_string(),
+            })
+        }
+    })
+}
+
+/// The function and variant to launch for `spec` on a matrix with `features`,
+/// after [`dispatch`] (warning once per kernel when it falls back).
+pub fn resolve(
+    gpu: &Gpu,
+    spec: &KernelSpec,
+    features: &Features,
+) -> Result<(CudaFunction, Variant), RtError> {
+    match dispatch(spec, features) {
+        Dispatch::Tuned => Ok((
+            load_entry(gpu, spec.name, spec.entry, spec.ptx, spec.source)?,
+            spec.variant,
+        )),
+        Dispatch::Fallback { reason } => {
+            warn_fallback_once(spec.name, &reason);
+            Ok((
+                load_entry(
+                    gpu,
+                    spec.name,
+                    spec.fallback_entry,
+                    spec.fallback_ptx,
+                    spec.fallback_source,
+                )?,
+                Variant::FALLBACK,
+            ))
+        }
+    }
+}
+
+/// Launches one SpMV `y = A x` of the kernel ABI on [`Gpu::stream`]
+/// (asynchronous), zeroing `y` first when the variant needs it.
+///
+/// `x` must hold at least `cols` and `y` at least `rows` elements; `func`
+/// must be a kernel of this ABI for value type `T`, generated for `variant`.
+pub fn launch_variant<T: Scalar>(
+    gpu: &Gpu,
+    func: &CudaFunction,
+    variant: &Variant,
+    a: &DeviceCsr<T>,
+    x: &CudaSlice<T>,
+    y: &mut CudaSlice<T>,
+) -> Result<(), RtError> {
+    variant
+        .validate()
+        .map_err(|reason| RtError::InvalidVariant {
+            variant: variant.id(),
+            reason,
+        })?;
+    if x.len() < a.cols() {
+        return Err(RtError::DimensionMismatch {
+            what: "x (must have cols entries)",
+            expected: a.cols(),
+            found: x.len(),
+        });
+    }
+    if y.len() < a.rows() {
+        return Err(RtError::DimensionMismatch {
+            what: "y (must have rows entries)",
+            expected: a.rows(),
+            found: y.len(),
+        });
+    }
+    let stream = gpu.stream();
+    if variant.needs_zeroed_y() {
+        stream.memset_zeros(y)?;
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (variant.grid(a.rows(), a.nnz()), 1, 1),
+        block_dim: (variant.block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // DeviceCsr guarantees all three are below i32::MAX.
+    let (rows, cols, nnz) = (a.rows() as i32, a.cols() as i32, a.nnz() as i32);
+    let mut builder = stream.launch_builder(func);
+    builder
+        .arg(&rows)
+        .arg(&cols)
+        .arg(&nnz)
+        .arg(a.indptr())
+        .arg(a.indices())
+        .arg(a.values())
+        .arg(x)
+        .arg(y);
+    // SAFETY: the arguments match the generated ABI in type and order
+    // (int, int, int, const int*, const int*, const T*, const T*, T*) with
+    // `T` = `Scalar::TYPE`; `indptr` has rows + 1 entries, `indices`/`values`
+    // hold nnz entries with validated column indices < cols, and `x`/`y` were
+    // checked above to hold at least cols/rows entries, so the kernel only
+    // touches memory inside these buffers, which outlive the queued launch
+    // (they are freed in stream order on the same stream).
+    unsafe { builder.launch(cfg) }?;
+    Ok(())
+}
+
+/// A declared kernel of the generated module: `y = A x` with a build-time
+/// tuned variant.
+///
+/// The generated code implements this trait for one unit struct per kernel;
+/// only [`SpmvKernel::spec`] is generated, [`SpmvKernel::spmv`] is provided.
+///
+/// ```no_run
+/// use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Gpu, RtError, SpmvKernel};
+///
+/// fn multiply<K: SpmvKernel<Value = f64>>(kernel: &K, a: &Csr) -> Result<Vec<f64>, RtError> {
+///     let gpu = Gpu::new(0)?;
+///     let da = DeviceCsr::<f64>::upload(&gpu, a)?;
+///     let x = DeviceVec::from_host(&gpu, &vec![1.0; a.cols()])?;
+///     let mut y = DeviceVec::zeros(&gpu, a.rows())?;
+///     kernel.spmv(&gpu, &da, &x, &mut y)?;
+///     y.to_host(&gpu)
+/// }
+/// ```
+pub trait SpmvKernel {
+    /// Element type of values, `x` and `y`.
+    type Value: Scalar;
+
+    /// The build-time description of this kernel.
+    fn spec(&self) -> &'static KernelSpec;
+
+    /// Queues `y = A x` on [`Gpu::stream`] (asynchronous; `y.to_host` waits).
+    ///
+    /// Checks `x.len() == cols`, `y.len() == rows` and the value type, picks
+    /// the tuned variant or the fallback with [`dispatch`], loads (or
+    /// NVRTC-compiles) the kernel once per [`Gpu`], and launches it.
+    fn spmv(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceCsr<Self::Value>,
+        x: &DeviceVec<Self::Value>,
+        y: &mut DeviceVec<Self::Value>,
+    ) -> Result<(), RtError> {
+        spmv_with_spec(self.spec(), gpu, a, x, y)
+    }
+}
+
+/// The body of [`SpmvKernel::spmv`] for an explicit spec.
+pub fn spmv_with_spec<T: Scalar>(
+    spec: &KernelSpec,
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    x: &DeviceVec<T>,
+    y: &mut DeviceVec<T>,
+) -> Result<(), RtError> {
+    if spec.value != T::TYPE {
+        return Err(RtError::WrongValueType {
+            kernel: spec.name.to_string(),
+            expected: spec.value,
+            found: T::TYPE,
+        });
+    }
+    if x.len() != a.cols() {
+        return Err(RtError::DimensionMismatch {
+            what: "x (must have cols entries)",
+            expected: a.cols(),
+            found: x.len(),
+        });
+    }
+    if y.len() != a.rows() {
+        return Err(RtError::DimensionMismatch {
+            what: "y (must have rows entries)",
+            expected: a.rows(),
+            found: y.len(),
+        });
+    }
+    let (func, variant) = resolve(gpu, spec, a.features())?;
+    launch_variant(gpu, &func, &variant, a, x.as_slice(), y.as_mut_slice())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{Provenance, TunedFor};
+    use crate::variant::ValueType;
+
+    fn spec(strategy: Strategy, tuned: TunedFor) -> KernelSpec {
+        KernelSpec {
+            name: "test",
+            value: ValueType::F32,
+            variant: Variant::of(strategy),
+            provenance: Provenance::Policy,
+            entry: "e",
+            source: "",
+            ptx: None,
+            fallback_entry: "f",
+            fallback_source: "",
+            fallback_ptx: None,
+            tuned_for: tuned,
+        }
+    }
+
+    fn features(mean_row: f64, cv_row: f64, max_over_mean: f64) -> Features {
+        Features {
+            mean_row,
+            cv_row,
+            max_over_mean,
+            ..Features::default()
+        }
+    }
+
+    const TUNED: TunedFor = TunedFor {
+        mean_row: 10.0,
+        cv_row: 0.2,
+        max_over_mean: 2.0,
+    };
+
+    #[test]
+    fn similar_matrix_uses_tuned() {
+        let s = spec(Strategy::GroupPerRow, TUNED);
+        assert_eq!(dispatch(&s, &features(12.0, 0.5, 3.0)), Dispatch::Tuned);
+        // Just inside every limit.
+        assert_eq!(dispatch(&s, &features(79.0, 1.39, 23.9)), Dispatch::Tuned);
+        assert_eq!(dispatch(&s, &features(1.3, 0.0, 1.0)), Dispatch::Tuned);
+    }
+
+    #[test]
+    fn irregular_matrix_falls_back() {
+        let s = spec(Strategy::ThreadPerRow, TUNED);
+        let Dispatch::Fallback { reason } = dispatch(&s, &features(10.0, 3.0, 5.0)) else {
+            panic!("expected fallback")
+        };
+        assert!(reason.contains("coefficient of variation"));
+        let Dispatch::Fallback { reason } = dispatch(&s, &features(10.0, 0.2, 100.0)) else {
+            panic!("expected fallback")
+        };
+        assert!(reason.contains("longest row"));
+        let Dispatch::Fallback { reason } = dispatch(&s, &features(1000.0, 0.2, 2.0)) else {
+            panic!("expected fallback")
+        };
+        assert!(reason.contains("mean row length"));
+        assert!(matches!(
+            dispatch(&s, &features(1.0, 0.2, 2.0)),
+            Dispatch::Fallback { .. }
+        ));
+    }
+
+    #[test]
+    fn nnz_split_never_falls_back() {
+        let s = spec(Strategy::NnzSplit, TUNED);
+        assert_eq!(dispatch(&s, &features(1e4, 50.0, 1e5)), Dispatch::Tuned);
+    }
+
+    #[test]
+    fn unknown_tuning_statistics_do_not_fall_back() {
+        let unknown = TunedFor {
+            mean_row: f64::NAN,
+            cv_row: f64::NAN,
+            max_over_mean: f64::NAN,
+        };
+        let s = spec(Strategy::BlockPerRow, unknown);
+        assert_eq!(dispatch(&s, &features(1e4, 50.0, 1e5)), Dispatch::Tuned);
+    }
+
+    #[test]
+    fn warning_is_recorded_once() {
+        warn_fallback_once("once-test", "r");
+        warn_fallback_once("once-test", "r");
+        let warned = WARNED.lock().unwrap();
+        assert_eq!(warned.iter().filter(|n| **n == "once-test").count(), 1);
+    }
+}

@@ -1,0 +1,593 @@
+//! The measurement harness used by the build-time search and the benchmarks.
+//!
+//! A [`Bench`] holds one matrix on one GPU; it checks a compiled variant
+//! against the float64 CPU reference ([`Bench::check`]) and times it
+//! ([`Bench::measure`], [`Bench::time_graph_us`], [`Bench::time_back_to_back_us`]).
+
+use crate::csr::Csr;
+use crate::device::{DeviceCsr, Gpu, Scalar};
+use crate::error::RtError;
+use crate::launch::launch_variant;
+use crate::variant::{ValueType, Variant};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, sys};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Largest number of launches queued between two host synchronizations while timing.
+const MAX_BATCH: usize = 64;
+
+/// Relative-error tolerance of the correctness check for a value type
+/// (`1e-5` for `f32`, `1e-12` for `f64`).
+pub fn tolerance(value: ValueType) -> f64 {
+    match value {
+        ValueType::F32 => 1e-5,
+        ValueType::F64 => 1e-12,
+    }
+}
+
+/// `||y - reference|| / ||reference||` (Euclidean norms), or `||y - reference||`
+/// when the reference is zero. Any non-finite `y` entry or a length mismatch
+/// gives `f64::INFINITY`.
+pub fn rel_err(y: &[f64], reference: &[f64]) -> f64 {
+    if y.len() != reference.len() || y.iter().any(|v| !v.is_finite()) {
+        return f64::INFINITY;
+    }
+    let diff = y
+        .iter()
+        .zip(reference)
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>()
+        .sqrt();
+    let norm = reference.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let e = if norm > 0.0 { diff / norm } else { diff };
+    if e.is_nan() { f64::INFINITY } else { e }
+}
+
+/// Summary statistics of a sample of times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stats {
+    /// 50th percentile.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+}
+
+/// Percentile `p` in `[0, 1]` of sorted data, linearly interpolated between ranks.
+fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
+    let pos = p.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// Median, 10th and 90th percentile (linear interpolation between ranks);
+/// `None` for an empty sample. NaN entries are ignored.
+pub fn stats(times: &[f64]) -> Option<Stats> {
+    let mut s: Vec<f64> = times.iter().copied().filter(|t| !t.is_nan()).collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    Some(Stats {
+        median: percentile_sorted(&s, 0.5),
+        p10: percentile_sorted(&s, 0.1),
+        p90: percentile_sorted(&s, 0.9),
+    })
+}
+
+/// Knobs of [`Bench::measure`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MeasureOptions {
+    /// Untimed launches before timing.
+    pub warmup: u32,
+    /// Timed launches (fewer when `max_seconds` runs out).
+    pub reps: u32,
+    /// Copies of `x` and `y` rotated between launches so that `x` is not
+    /// served from L2 by the previous launch; 0 = automatic: 8 when the
+    /// matrix's compulsory traffic fits in L2, else 1. Used when the
+    /// [`Bench`] is built.
+    pub x_copies: usize,
+    /// Per-variant time guard in seconds: stop repeating once exceeded
+    /// (at least one timed launch is always made).
+    pub max_seconds: f64,
+}
+
+impl Default for MeasureOptions {
+    fn default() -> Self {
+        MeasureOptions {
+            warmup: 5,
+            reps: 50,
+            x_copies: 0,
+            max_seconds: 2.0,
+        }
+    }
+}
+
+/// The outcome of checking and timing one variant.
+///
+/// Non-finite numbers are written as `null` and read back as infinity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The variant measured.
+    pub variant: Variant,
+    /// Its value type.
+    pub value: ValueType,
+    /// Whether the result matched the reference within [`tolerance`].
+    pub correct: bool,
+    /// Relative error of the check (infinity when it could not be computed).
+    #[serde(with = "finite_or_null")]
+    pub rel_err: f64,
+    /// Median time of one SpMV in microseconds (infinity when not timed).
+    #[serde(with = "finite_or_null")]
+    pub median_us: f64,
+    /// 10th percentile time in microseconds.
+    #[serde(with = "finite_or_null")]
+    pub p10_us: f64,
+    /// 90th percentile time in microseconds.
+    #[serde(with = "finite_or_null")]
+    pub p90_us: f64,
+    /// Effective bandwidth: compulsory bytes / median time, in GB/s (0 when not timed).
+    #[serde(with = "finite_or_null")]
+    pub gbs: f64,
+    /// Timed launches actually made.
+    pub reps: u32,
+    /// Why the variant failed, if it did.
+    pub error: Option<String>,
+}
+
+impl Measurement {
+    /// A measurement of a variant that failed before or during timing.
+    pub fn failed(variant: Variant, value: ValueType, rel_err: f64, error: String) -> Self {
+        Measurement {
+            variant,
+            value,
+            correct: false,
+            rel_err,
+            median_us: f64::INFINITY,
+            p10_us: f64::INFINITY,
+            p90_us: f64::INFINITY,
+            gbs: 0.0,
+            reps: 0,
+            error: Some(error),
+        }
+    }
+}
+
+/// Serde helper: non-finite `f64` as `null`, `null` read back as infinity
+/// (JSON has no infinity or NaN).
+mod finite_or_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_some(v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
+}
+
+/// A timing event (the default `new_event` flags disable timing).
+fn timing_event(gpu: &Gpu) -> Result<CudaEvent, RtError> {
+    Ok(gpu
+        .context()
+        .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?)
+}
+
+/// Device-to-device copy bandwidth in GB/s (1e9 bytes/s): median of 10
+/// copies of 1 GiB, counting read plus write bytes. A practical upper bound
+/// for the effective bandwidth of memory-bound kernels.
+pub fn copy_bandwidth_gbs(gpu: &Gpu) -> Result<f64, RtError> {
+    const BYTES: usize = 1 << 30;
+    const REPS: usize = 10;
+    let stream = gpu.stream();
+    let src = stream.alloc_zeros::<u32>(BYTES / 4)?;
+    let mut dst = stream.alloc_zeros::<u32>(BYTES / 4)?;
+    for _ in 0..2 {
+        stream.memcpy_dtod(&src, &mut dst)?;
+    }
+    let start = timing_event(gpu)?;
+    let stop = timing_event(gpu)?;
+    let mut ms = Vec::with_capacity(REPS);
+    for _ in 0..REPS {
+        start.record(stream)?;
+        stream.memcpy_dtod(&src, &mut dst)?;
+        stop.record(stream)?;
+        ms.push(start.elapsed_ms(&stop)? as f64);
+    }
+    let median_ms = stats(&ms).map_or(f64::NAN, |s| s.median);
+    Ok(2.0 * BYTES as f64 / (median_ms * 1e-3) / 1e9)
+}
+
+/// Mutable device state of a [`Bench`].
+struct BenchState<T: Scalar> {
+    xs: Vec<CudaSlice<T>>,
+    ys: Vec<CudaSlice<T>>,
+    rng: ChaCha8Rng,
+    /// Next copy to use when rotating.
+    next: usize,
+}
+
+/// One matrix uploaded to one GPU, with rotating `x`/`y` buffers, ready to
+/// check and time compiled variants of the kernel ABI.
+///
+/// Methods take `&self`; the buffers are behind a mutex, so concurrent calls
+/// are serialized.
+pub struct Bench<T: Scalar> {
+    gpu: Gpu,
+    csr: Csr,
+    a: DeviceCsr<T>,
+    state: Mutex<BenchState<T>>,
+}
+
+impl<T: Scalar> Bench<T> {
+    /// Seed of the random `x` vectors.
+    pub const SEED: u64 = 0x5ba5_e517;
+
+    /// Uploads `csr` with default options (see [`Bench::with_options`]).
+    pub fn new(gpu: &Gpu, csr: &Csr) -> Result<Self, RtError> {
+        Self::with_options(gpu, csr, &MeasureOptions::default())
+    }
+
+    /// Uploads `csr` and allocates `opts.x_copies` (or the automatic number
+    /// of) `x` and `y` buffers, `x` filled with seeded random values in [-1, 1).
+    pub fn with_options(gpu: &Gpu, csr: &Csr, opts: &MeasureOptions) -> Result<Self, RtError> {
+        let a = DeviceCsr::<T>::upload(gpu, csr)?;
+        let copies = if opts.x_copies > 0 {
+            opts.x_copies
+        } else if csr.compulsory_bytes(T::TYPE.size()) <= gpu.l2_bytes() as u64 {
+            8
+        } else {
+            1
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(Self::SEED);
+        let stream = gpu.stream();
+        let mut xs = Vec::with_capacity(copies);
+        let mut ys = Vec::with_capacity(copies);
+        for _ in 0..copies {
+            let x: Vec<T> = random_x(&mut rng, csr.cols());
+            xs.push(stream.clone_htod(&x)?);
+            ys.push(stream.alloc_zeros::<T>(csr.rows())?);
+        }
+        stream.synchronize()?;
+        Ok(Bench {
+            gpu: gpu.clone(),
+            csr: csr.clone(),
+            a,
+            state: Mutex::new(BenchState {
+                xs,
+                ys,
+                rng,
+                next: 0,
+            }),
+        })
+    }
+
+    /// The host matrix.
+    pub fn csr(&self) -> &Csr {
+        &self.csr
+    }
+
+    /// The uploaded matrix.
+    pub fn device_csr(&self) -> &DeviceCsr<T> {
+        &self.a
+    }
+
+    /// Number of rotated `x`/`y` copies.
+    pub fn copies(&self) -> usize {
+        self.lock().xs.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BenchState<T>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `func` once on a fresh random `x` with `y` poisoned with NaN and
+    /// returns the relative error against [`Csr::spmv_f64`] of `x` rounded
+    /// to `T` (see [`rel_err`]; compare with [`tolerance`]).
+    pub fn check(&self, func: &CudaFunction, variant: &Variant) -> Result<f64, RtError> {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let stream = self.gpu.stream();
+        let x: Vec<T> = random_x(&mut st.rng, self.csr.cols());
+        let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+        let reference = self.csr.spmv_f64(&x64);
+        let poison = vec![T::from_f64(f64::NAN); self.csr.rows()];
+        stream.memcpy_htod(&x, &mut st.xs[0])?;
+        stream.memcpy_htod(&poison, &mut st.ys[0])?;
+        launch_variant(&self.gpu, func, variant, &self.a, &st.xs[0], &mut st.ys[0])?;
+        let y = stream.clone_dtoh(&st.ys[0])?;
+        let y64: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
+        Ok(rel_err(&y64, &reference))
+    }
+
+    /// Checks `func`, then times it: `opts.warmup` untimed launches, then up
+    /// to `opts.reps` launches each between its own pair of CUDA events
+    /// (rotating the `x`/`y` copies; the `y` memset of variants that need a
+    /// zeroed `y` is inside the timed region), stopping early once
+    /// `opts.max_seconds` have passed.
+    ///
+    /// A wrong result or a recoverable driver error gives a measurement with
+    /// `correct: false` and `error` set; only faults that destroy the CUDA
+    /// context ([`RtError::is_context_fatal`]) are returned as `Err`.
+    ///
+    /// Launches are queued in batches between host synchronizations, but for
+    /// kernels of a few microseconds the launch overhead can still leak into
+    /// the event pairs; [`Bench::time_graph_us`] gives the steady-state cost.
+    pub fn measure(
+        &self,
+        func: &CudaFunction,
+        variant: &Variant,
+        opts: &MeasureOptions,
+    ) -> Result<Measurement, RtError> {
+        let tol = tolerance(T::TYPE);
+        let err = match self.check(func, variant) {
+            Ok(e) => e,
+            Err(e) if e.is_context_fatal() => return Err(e),
+            Err(e) => {
+                return Ok(Measurement::failed(
+                    *variant,
+                    T::TYPE,
+                    f64::INFINITY,
+                    format!("check failed: {e}"),
+                ));
+            }
+        };
+        if err > tol {
+            return Ok(Measurement::failed(
+                *variant,
+                T::TYPE,
+                err,
+                format!("relative error {err:.3e} above tolerance {tol:.0e}"),
+            ));
+        }
+        match self.time_events(func, variant, opts) {
+            Ok(times_us) => {
+                let Some(s) = stats(&times_us) else {
+                    return Ok(Measurement::failed(
+                        *variant,
+                        T::TYPE,
+                        err,
+                        "no timed launch completed".to_string(),
+                    ));
+                };
+                let bytes = self.csr.compulsory_bytes(T::TYPE.size()) as f64;
+                Ok(Measurement {
+                    variant: *variant,
+                    value: T::TYPE,
+                    correct: true,
+                    rel_err: err,
+                    median_us: s.median,
+                    p10_us: s.p10,
+                    p90_us: s.p90,
+                    gbs: bytes / (s.median * 1e3),
+                    reps: times_us.len() as u32,
+                    error: None,
+                })
+            }
+            Err(e) if e.is_context_fatal() => Err(e),
+            Err(e) => Ok(Measurement::failed(
+                *variant,
+                T::TYPE,
+                err,
+                format!("timing failed: {e}"),
+            )),
+        }
+    }
+
+    /// Launches `func` on the next rotated copy (asynchronous).
+    fn launch_next(
+        &self,
+        st: &mut BenchState<T>,
+        func: &CudaFunction,
+        variant: &Variant,
+    ) -> Result<(), RtError> {
+        let i = st.next % st.xs.len();
+        st.next = st.next.wrapping_add(1);
+        launch_variant(&self.gpu, func, variant, &self.a, &st.xs[i], &mut st.ys[i])
+    }
+
+    /// Warm-up plus per-launch event timing; microseconds per launch.
+    fn time_events(
+        &self,
+        func: &CudaFunction,
+        variant: &Variant,
+        opts: &MeasureOptions,
+    ) -> Result<Vec<f64>, RtError> {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let stream = self.gpu.stream();
+        let t0 = Instant::now();
+        for i in 0..opts.warmup {
+            self.launch_next(st, func, variant)?;
+            if i == 0 {
+                // One synchronized launch bounds the cost of the others.
+                stream.synchronize()?;
+                if t0.elapsed().as_secs_f64() * opts.warmup as f64 > opts.max_seconds {
+                    break;
+                }
+            }
+        }
+        stream.synchronize()?;
+
+        let reps = opts.reps.max(1) as usize;
+        let pairs = reps.min(MAX_BATCH);
+        let starts = (0..pairs)
+            .map(|_| timing_event(&self.gpu))
+            .collect::<Result<Vec<_>, _>>()?;
+        let stops = (0..pairs)
+            .map(|_| timing_event(&self.gpu))
+            .collect::<Result<Vec<_>, _>>()?;
+        let t0 = Instant::now();
+        let mut times = Vec::with_capacity(reps);
+        let mut batch = 1;
+        while times.len() < reps {
+            let n = batch.min(reps - times.len());
+            for k in 0..n {
+                starts[k].record(stream)?;
+                self.launch_next(st, func, variant)?;
+                stops[k].record(stream)?;
+            }
+            for k in 0..n {
+                times.push(starts[k].elapsed_ms(&stops[k])? as f64 * 1e3);
+            }
+            let spent = t0.elapsed().as_secs_f64();
+            if spent > opts.max_seconds {
+                break;
+            }
+            let per_launch = spent / times.len() as f64;
+            let fit = ((opts.max_seconds - spent) / per_launch.max(1e-9)).floor();
+            batch = (fit as usize).clamp(1, pairs);
+        }
+        Ok(times)
+    }
+
+    /// Microseconds per SpMV of `n` launches queued back to back between two
+    /// events (rotating copies; after one untimed round). Includes the `y`
+    /// memsets of variants that need them and the gaps between launches.
+    pub fn time_back_to_back_us(
+        &self,
+        func: &CudaFunction,
+        variant: &Variant,
+        n: usize,
+    ) -> Result<f64, RtError> {
+        let n = n.max(1);
+        let mut st = self.lock();
+        let st = &mut *st;
+        let stream = self.gpu.stream();
+        for _ in 0..n.min(MAX_BATCH) {
+            self.launch_next(st, func, variant)?;
+        }
+        let start = timing_event(&self.gpu)?;
+        let stop = timing_event(&self.gpu)?;
+        start.record(stream)?;
+        for _ in 0..n {
+            self.launch_next(st, func, variant)?;
+        }
+        stop.record(stream)?;
+        Ok(start.elapsed_ms(&stop)? as f64 * 1e3 / n as f64)
+    }
+
+    /// Microseconds per SpMV when `launches_per_graph` launches (rotating
+    /// copies, including `y` memsets where needed) are captured into one CUDA
+    /// graph and the graph is replayed: the steady-state cost without CPU
+    /// launch overhead. Replays 10 times after one untimed replay.
+    pub fn time_graph_us(
+        &self,
+        func: &CudaFunction,
+        variant: &Variant,
+        launches_per_graph: usize,
+    ) -> Result<f64, RtError> {
+        const REPLAYS: usize = 10;
+        let n = launches_per_graph.max(1);
+        let mut st = self.lock();
+        let st = &mut *st;
+        let stream = self.gpu.stream();
+        stream.synchronize()?;
+        stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let mut captured = Ok(());
+        for _ in 0..n {
+            captured = self.launch_next(st, func, variant);
+            if captured.is_err() {
+                break;
+            }
+        }
+        // Always end the capture so the stream leaves capture mode.
+        let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        captured?;
+        let graph = ended?
+            .ok_or_else(|| RtError::Compile("CUDA graph capture produced no graph".to_string()))?;
+        graph.upload()?;
+        graph.launch()?;
+        stream.synchronize()?;
+        let start = timing_event(&self.gpu)?;
+        let stop = timing_event(&self.gpu)?;
+        start.record(stream)?;
+        for _ in 0..REPLAYS {
+            graph.launch()?;
+        }
+        stop.record(stream)?;
+        let ms = start.elapsed_ms(&stop)? as f64;
+        Ok(ms * 1e3 / (REPLAYS * n) as f64)
+    }
+}
+
+/// `n` random values in [-1, 1), rounded to `T`.
+fn random_x<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Vec<T> {
+    (0..n)
+        .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerances() {
+        assert_eq!(tolerance(ValueType::F32), 1e-5);
+        assert_eq!(tolerance(ValueType::F64), 1e-12);
+    }
+
+    #[test]
+    fn rel_err_cases() {
+        assert_eq!(rel_err(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
+        let e = rel_err(&[3.0, 4.0 + 5e-6], &[3.0, 4.0]);
+        assert!((e - 1e-6).abs() < 1e-12, "{e}");
+        // Zero reference: absolute error.
+        assert_eq!(rel_err(&[0.0, 0.5], &[0.0, 0.0]), 0.5);
+        assert_eq!(rel_err(&[0.0], &[0.0]), 0.0);
+        assert_eq!(rel_err(&[f64::NAN, 1.0], &[1.0, 1.0]), f64::INFINITY);
+        assert_eq!(rel_err(&[f64::INFINITY], &[1.0]), f64::INFINITY);
+        assert_eq!(rel_err(&[1.0], &[1.0, 2.0]), f64::INFINITY);
+        assert_eq!(rel_err(&[], &[]), 0.0);
+    }
+
+    #[test]
+    fn stats_percentiles() {
+        assert_eq!(stats(&[]), None);
+        let s = stats(&[5.0]).unwrap();
+        assert_eq!((s.median, s.p10, s.p90), (5.0, 5.0, 5.0));
+        let s = stats(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!(s.median, 2.5);
+        let data: Vec<f64> = (0..=10).rev().map(|v| v as f64).collect();
+        let s = stats(&data).unwrap();
+        assert_eq!((s.median, s.p10, s.p90), (5.0, 1.0, 9.0));
+        let s = stats(&[f64::NAN, 2.0, 4.0]).unwrap();
+        assert_eq!(s.median, 3.0);
+    }
+
+    #[test]
+    fn default_options() {
+        let o = MeasureOptions::default();
+        assert_eq!((o.warmup, o.reps, o.x_copies), (5, 50, 0));
+        assert!(o.max_seconds > 0.0);
+    }
+
+    #[test]
+    fn random_x_is_seeded_and_in_range() {
+        let mut a = ChaCha8Rng::seed_from_u64(1);
+        let mut b = ChaCha8Rng::seed_from_u64(1);
+        let xa: Vec<f32> = random_x(&mut a, 100);
+        let xb: Vec<f32> = random_x(&mut b, 100);
+        assert_eq!(xa, xb);
+        assert!(xa.iter().all(|v| (-1.0..=1.0).contains(v)));
+    }
+
+    #[test]
+    fn failed_measurement_is_not_correct() {
+        let m = Measurement::failed(Variant::FALLBACK, ValueType::F32, 1.0, "x".into());
+        assert!(!m.correct);
+        assert_eq!(m.reps, 0);
+        assert!(m.median_us.is_infinite());
+    }
+}
