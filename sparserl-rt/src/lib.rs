@@ -14,6 +14,8 @@ pub use csr::{Csr, CsrError};
 pub use variant::{Strategy, ValueType, Variant, core_space};
 pub mod features;
 pub mod kernel;
+pub mod mtx;
+pub mod synth;
 pub use features::Features;
 pub use kernel::{KernelSpec, Provenance, TunedFor};
 pub mod device;
