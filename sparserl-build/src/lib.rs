@@ -1,2 +1,3 @@
 //! # sparserl-build
+pub mod codegen;
 pub mod descriptor;

@@ -18,6 +18,7 @@ pub mod mtx;
 pub mod synth;
 pub use features::Features;
 pub use kernel::{KernelSpec, Provenance, TunedFor};
+pub mod nvrtc;
 pub mod device;
 pub mod error;
 pub mod launch;

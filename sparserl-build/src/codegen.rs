@@ -1,0 +1,253 @@
+//! CUDA source generation: one self-contained translation unit per
+//! (variant, value type), composed from the fragments in `kernels/`.
+//!
+//! Every generated kernel has the same ABI (`T` is `float` or `double`):
+//!
+//! ```text
+//! extern "C" __global__ void __launch_bounds__(BLOCK[, MIN_BLOCKS]) ENTRY(
+//!     const int rows, const int cols, const int nnz,
+//!     const int* __restrict__ indptr, const int* __restrict__ indices,
+//!     const T* __restrict__ values, const T* __restrict__ x, T* __restrict__ y)
+//! ```
+//!
+//! launched with [`Variant::grid`]`(rows, nnz)` blocks of [`Variant::block`]
+//! threads (any grid is correct: the kernels use grid-stride loops). When
+//! [`Variant::needs_zeroed_y`] holds, `y` must be zeroed before the launch.
+//!
+//! The output is byte-for-byte deterministic for a given variant, value type
+//! and [`generator_fingerprint`].
+
+use sha2::{Digest, Sha256};
+use sparserl_rt::{Strategy, ValueType, Variant};
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+
+/// Version of the generator; bump whenever the fragments or the composition change.
+/// [`generator_fingerprint`] additionally hashes the fragment texts.
+pub const GENERATOR_VERSION: &str = "sparserl-codegen-1";
+
+const COMMON: &str = include_str!("../kernels/common.cuh");
+const THREAD_PER_ROW: &str = include_str!("../kernels/thread_per_row.cu");
+const GROUP_PER_ROW: &str = include_str!("../kernels/group_per_row.cu");
+const BLOCK_PER_ROW: &str = include_str!("../kernels/block_per_row.cu");
+const NNZ_SPLIT: &str = include_str!("../kernels/nnz_split.cu");
+
+/// Every fragment, in a fixed order (name, text).
+const FRAGMENTS: [(&str, &str); 5] = [
+    ("common.cuh", COMMON),
+    ("thread_per_row.cu", THREAD_PER_ROW),
+    ("group_per_row.cu", GROUP_PER_ROW),
+    ("block_per_row.cu", BLOCK_PER_ROW),
+    ("nnz_split.cu", NNZ_SPLIT),
+];
+
+/// Errors of [`generate`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodegenError {
+    /// The variant's parameters are out of range.
+    #[error("invalid variant {id}: {reason}")]
+    InvalidVariant {
+        /// The variant's id.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Generated CUDA C++ for one kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KernelSource {
+    /// Name of the `extern "C"` entry point.
+    pub entry: String,
+    /// Complete, self-contained source (no `#include`s).
+    pub source: String,
+}
+
+/// [`GENERATOR_VERSION`] plus a short hash of every fragment text, e.g.
+/// `sparserl-codegen-1+3f2a...`. Changes whenever generated code can change.
+pub fn generator_fingerprint() -> String {
+    static FP: OnceLock<String> = OnceLock::new();
+    FP.get_or_init(|| {
+        let mut h = Sha256::new();
+        h.update(GENERATOR_VERSION.as_bytes());
+        for (name, text) in FRAGMENTS {
+            h.update((name.len() as u64).to_le_bytes());
+            h.update(name.as_bytes());
+            h.update((text.len() as u64).to_le_bytes());
+            h.update(text.as_bytes());
+        }
+        let digest = h.finalize();
+        let mut hex = String::with_capacity(16);
+        for b in &digest[..8] {
+            let _ = write!(hex, "{b:02x}");
+        }
+        format!("{GENERATOR_VERSION}+{hex}")
+    })
+    .clone()
+}
+
+/// The entry-point name of `variant` for `value`: `sparserl_spmv_` + the
+/// variant id with every non-alphanumeric character replaced by `_` + `_f32`/`_f64`.
+pub fn entry_name(variant: &Variant, value: ValueType) -> String {
+    let id: String = variant
+        .id()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("sparserl_spmv_{id}_{}", value.as_str())
+}
+
+fn strategy_fragment(s: Strategy) -> &'static str {
+    match s {
+        Strategy::ThreadPerRow => THREAD_PER_ROW,
+        Strategy::GroupPerRow => GROUP_PER_ROW,
+        Strategy::BlockPerRow => BLOCK_PER_ROW,
+        Strategy::NnzSplit => NNZ_SPLIT,
+    }
+}
+
+/// Generates the CUDA C++ source of `variant` for `value`.
+///
+/// Fields the strategy ignores are canonicalised first, so equal kernels get
+/// equal sources and entry names. Returns an error (never panics) when the
+/// variant's parameters are invalid.
+pub fn generate(variant: &Variant, value: ValueType) -> Result<KernelSource, CodegenError> {
+    let v = variant.canonical();
+    v.validate()
+        .map_err(|reason| CodegenError::InvalidVariant { id: v.id(), reason })?;
+    let entry = entry_name(&v, value);
+    let body = strategy_fragment(v.strategy);
+
+    let mut s = String::with_capacity(COMMON.len() + body.len() + 1024);
+    // `write!` into a String cannot fail.
+    let _ = writeln!(s, "// SparseRL generated CSR SpMV kernel. Do not edit.");
+    let _ = writeln!(s, "// variant: {}", v.id());
+    let _ = writeln!(s, "// value type: {}", value.as_str());
+    let _ = writeln!(s, "// generator: {}", generator_fingerprint());
+    let _ = writeln!(s);
+    let _ = writeln!(s, "#define T {}", value.cuda_name());
+    let _ = writeln!(s, "#define BLOCK {}", v.block);
+    let _ = writeln!(s, "#define LANES {}", v.lanes);
+    let _ = writeln!(s, "#define ITEMS {}", v.items);
+    let _ = writeln!(s, "#define UNROLL {}", v.unroll);
+    let _ = writeln!(s, "#define MIN_BLOCKS {}", v.min_blocks);
+    let _ = writeln!(s, "#define SPARSERL_LDG_X {}", u8::from(v.ldg_x));
+    let _ = writeln!(s, "#define SPARSERL_STREAM_Y {}", u8::from(v.stream_y));
+    let _ = writeln!(s, "#define ENTRY {entry}");
+    let _ = writeln!(s);
+    s.push_str(COMMON);
+    if !COMMON.ends_with('\n') {
+        s.push('\n');
+    }
+    s.push('\n');
+    s.push_str(body);
+    if !body.ends_with('\n') {
+        s.push('\n');
+    }
+    Ok(KernelSource { entry, source: s })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sparserl_rt::core_space;
+    use std::collections::HashSet;
+
+    #[test]
+    fn output_is_deterministic() {
+        for v in core_space() {
+            for t in ValueType::ALL {
+                let a = generate(&v, t).unwrap();
+                let b = generate(&v, t).unwrap();
+                assert_eq!(a, b);
+            }
+        }
+        assert_eq!(generator_fingerprint(), generator_fingerprint());
+        assert!(generator_fingerprint().starts_with(GENERATOR_VERSION));
+    }
+
+    #[test]
+    fn entry_names_are_unique_identifiers() {
+        let mut names = HashSet::new();
+        let mut sources = HashSet::new();
+        for v in core_space() {
+            for t in ValueType::ALL {
+                let k = generate(&v, t).unwrap();
+                assert!(
+                    k.entry
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && !k.entry.contains("__")
+                        && !k.entry.starts_with(|c: char| c.is_ascii_digit()),
+                    "{}",
+                    k.entry
+                );
+                assert!(k.source.contains(&format!("#define ENTRY {}\n", k.entry)));
+                assert!(names.insert(k.entry));
+                assert!(sources.insert(k.source));
+            }
+        }
+        assert_eq!(names.len(), core_space().len() * 2);
+    }
+
+    #[test]
+    fn source_is_self_contained_and_names_the_variant() {
+        let v = Variant::of(Strategy::GroupPerRow);
+        let k = generate(&v, ValueType::F64).unwrap();
+        assert!(!k.source.contains("#include"));
+        assert!(k.source.contains(&format!("// variant: {}", v.id())));
+        assert!(k.source.contains(&generator_fingerprint()));
+        assert!(k.source.contains("#define T double\n"));
+        assert!(k.source.contains("#define LANES 8\n"));
+        assert!(k.source.contains("__shfl_down_sync"));
+        assert_eq!(k.entry, "sparserl_spmv_group_per_row_b256_l8_u1_ldg_f64");
+    }
+
+    #[test]
+    fn ignored_fields_do_not_change_the_kernel() {
+        let v = Variant::of(Strategy::ThreadPerRow);
+        let noisy = Variant {
+            lanes: 7,
+            items: 99,
+            ..v
+        };
+        assert_eq!(
+            generate(&v, ValueType::F32).unwrap(),
+            generate(&noisy, ValueType::F32).unwrap()
+        );
+    }
+
+    #[test]
+    fn invalid_variants_are_errors() {
+        let bad = [
+            Variant {
+                lanes: 3,
+                ..Variant::of(Strategy::GroupPerRow)
+            },
+            Variant {
+                block: 100,
+                ..Variant::of(Strategy::ThreadPerRow)
+            },
+            Variant {
+                block: 2048,
+                ..Variant::of(Strategy::BlockPerRow)
+            },
+            Variant {
+                items: 0,
+                ..Variant::of(Strategy::NnzSplit)
+            },
+            Variant {
+                unroll: 3,
+                ..Variant::of(Strategy::ThreadPerRow)
+            },
+            Variant {
+                min_blocks: 9,
+                ..Variant::of(Strategy::ThreadPerRow)
+            },
+        ];
+        for v in bad {
+            let err = generate(&v, ValueType::F32).unwrap_err();
+            assert!(matches!(err, CodegenError::InvalidVariant { .. }), "{err}");
+        }
+    }
+}
