@@ -15,8 +15,8 @@
 //! ```
 //! use sparserl_policies::{Policy, Prior};
 //! use sparserl_rt::{Features, ValueType};
-//! let f = Features { rows: 1e6, cols: 1e6, nnz: 5e6, mean_row: 5.0, p90_row: 5.0,
-//!                    p99_row: 5.0, max_row: 5.0, ..Features::default() };
+//! let f = Features { rows: 1e6, cols: 1e6, nnz: 5e6, mean_row: 5.0, p50_row: 5.0,
+//!                    p90_row: 5.0, p99_row: 5.0, max_row: 5.0, ..Features::default() };
 //! let best = &Prior.propose(&f, ValueType::F32, 3)[0];
 //! println!("{} (score {:.2})", best.variant, best.score);
 //! ```
@@ -69,39 +69,54 @@ impl Policy for Prior {
     }
 }
 
+/// Row length at quantile `q` in [0.5, 1], interpolated between the
+/// feature vector's median, p90, p99 and maximum.
+fn row_quantile(f: &Features, q: f64) -> f64 {
+    let pts = [
+        (0.5, f.p50_row),
+        (0.9, f.p90_row.max(f.p50_row)),
+        (0.99, f.p99_row.max(f.p90_row)),
+        (1.0, f.max_row.max(f.p99_row)),
+    ];
+    let q = q.clamp(0.5, 1.0);
+    for w in pts.windows(2) {
+        let ((q0, v0), (q1, v1)) = (w[0], w[1]);
+        if q <= q1 {
+            return v0 + (v1 - v0) * (q - q0) / (q1 - q0);
+        }
+    }
+    pts[3].1
+}
+
 /// The prior's estimate of the fraction of copy bandwidth a variant reaches.
 ///
-/// Product of four factors, each in (0, 1]:
-/// - *lane utilisation*: a group of `L` lanes works `ceil(m / L)` steps on a
-///   row of mean length `m`, so `m / (L ceil(m / L))` of its lanes are busy;
-/// - *load balance*: row-mapped strategies wait for the longest row of a
-///   warp, approximated by `m / p90` (`m / p99` for thread-per-row, where a
-///   warp holds 32 rows); nnz-split is balanced by construction;
-/// - *coalescing*: thread-per-row reads values and indices with a stride of a
-///   row, `min(1, 2 / m)`-ish penalty softened by `0.35 + 0.65 / max(1, m / 4)`;
-/// - *overheads*: nnz-split pays a binary search and atomics (`0.8`, less with
-///   one item per thread), block-per-row needs rows longer than its block.
-///
-/// Minor knobs (`__ldg`, block size) get small tie-breaking preferences.
+/// Row-mapped strategies with `L` lanes per row put `k = 32 / L` rows in a
+/// warp; a warp lasts as long as its longest row, estimated by the row
+/// length at quantile `1 - 1 / (k + 1)` (never below the mean), plus half a
+/// step of rounding. Efficiency = useful lane-steps / spent lane-steps:
+/// `m / (L * max(1, q_k / L + 0.5))` for mean row length `m`. A *tail*
+/// factor penalises one group working alone on the longest row while the
+/// rest of the GPU idles (`max_row / L` steps against `nnz / 2^18` steps of
+/// evenly spread work). Thread-per-row also pays a mild coalescing penalty,
+/// block-per-row wastes lanes on rows shorter than its block, and
+/// nnz-split (balanced by construction) pays a binary search and atomics at
+/// row ends (`0.8`, less with few items per thread on short rows).
+/// Minor knobs (`__ldg`, block size, unroll) get small tie-breaking
+/// preferences. It is an estimate: the measured search has the last word.
 pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
     let m = f.mean_row.max(1e-9);
-    let p90 = f.p90_row.max(m);
-    let p99 = f.p99_row.max(p90);
-    let lanes_util = |l: f64| m / (l * (m / l).ceil().max(1.0));
+    let spread_steps = (f.nnz / 262_144.0).max(1.0);
+    let row_mapped = |l: f64| {
+        let k = 32.0 / l;
+        let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
+        let eff = m / (l * (qk / l + 0.5).max(1.0));
+        let tail = (spread_steps / (f.max_row / l).max(1.0)).min(1.0);
+        eff * tail.powf(0.5)
+    };
     let base = match v.strategy {
-        Strategy::ThreadPerRow => {
-            let coalesce = 0.35 + 0.65 / (m / 4.0).max(1.0);
-            lanes_util(1.0) * coalesce * (m / p99)
-        }
-        Strategy::GroupPerRow => {
-            let l = v.lanes as f64;
-            let coalesce = (l * 4.0 / 32.0).min(1.0).max(0.5);
-            lanes_util(l) * coalesce * (m / p90).max(m / (p99 * 0.5)).min(1.0)
-        }
-        Strategy::BlockPerRow => {
-            let b = v.block as f64;
-            (m / b).min(1.0) * 0.95
-        }
+        Strategy::ThreadPerRow => row_mapped(1.0) * (0.6 + 0.4 / (m / 8.0).max(1.0)),
+        Strategy::GroupPerRow => row_mapped(v.lanes as f64),
+        Strategy::BlockPerRow => (m / v.block as f64).min(1.0) * 0.95,
         Strategy::NnzSplit => {
             let items = v.items as f64;
             let atomics = 1.0 / (1.0 + 0.6 * (items / m).min(1.0) / items.sqrt());
@@ -155,6 +170,7 @@ mod tests {
             cols: 1e6,
             nnz: 1e6 * mean,
             mean_row: mean,
+            p50_row: mean.min(p90),
             p90_row: p90,
             p99_row: p99,
             max_row: p99 * 10.0,
@@ -164,7 +180,10 @@ mod tests {
 
     #[test]
     fn template_rule_follows_mean_row_length() {
-        assert_eq!(template_rule(&feats(1.0, 1.0, 1.0)).strategy, Strategy::ThreadPerRow);
+        assert_eq!(
+            template_rule(&feats(1.0, 1.0, 1.0)).strategy,
+            Strategy::ThreadPerRow
+        );
         assert_eq!(template_rule(&feats(5.0, 5.0, 5.0)).lanes, 8);
         assert_eq!(template_rule(&feats(300.0, 300.0, 300.0)).lanes, 32);
     }

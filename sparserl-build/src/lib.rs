@@ -1,3 +1,68 @@
 //! # sparserl-build
+//!
+//! Build-script helper of SparseRL. A crate declares the sparse matrices it
+//! multiplies in its `Cargo.toml`; at build time this crate reads the
+//! declarations, picks a kernel variant for each (lock file, measured search
+//! on the build machine's GPU, or the policy's pick without a GPU), generates
+//! the CUDA source, compiles it to PTX with NVRTC, caches the result by
+//! content hash and writes a Rust module with one type per kernel.
+//!
+//! ## Declaring kernels
+//!
+//! ```toml
+//! [package.metadata.sparserl]
+//! arch = ["sm_80", "sm_90"]     # optional
+//! budget-seconds = 30           # optional; measured-search budget per kernel
+//!
+//! [[package.metadata.sparserl.kernel]]
+//! name = "laplace2d"            # Rust type `Laplace2d` in the generated module
+//! op = "spmv"
+//! value = "f32"                 # "f32" | "f64"
+//! pattern = { kind = "stencil", grid = [1024, 1024], points = 5 }
+//! ```
+//!
+//! ## build.rs
+//!
+//! ```no_run
+//! fn main() {
+//!     sparserl_build::build();
+//! }
+//! ```
+//!
+//! and in the crate:
+//!
+//! ```ignore
+//! mod kernels {
+//!     include!(concat!(env!("OUT_DIR"), "/sparserl_kernels.rs"));
+//! }
+//! ```
+//!
+//! ## Environment
+//!
+//! | variable | effect |
+//! | --- | --- |
+//! | `SPARSERL_MODE` | `full` (measure), `policy` (no measuring), `off` (lock file or fallback) |
+//! | `SPARSERL_BUDGET_SECONDS` | per-kernel search budget, overrides `budget-seconds` |
+//! | `SPARSERL_CACHE_DIR` | persistent cache directory (default `<target>/sparserl-cache`) |
+//! | `SPARSERL_CACHE` | `off` disables the persistent cache |
+//! | `SPARSERL_CUDA_ROOT`, `CUDA_PATH`, `CUDA_HOME` | where to find NVRTC |
+
+#![warn(missing_docs)]
+
+pub mod builder;
+pub mod cache;
 pub mod codegen;
 pub mod descriptor;
+pub mod emit;
+pub mod gpu;
+pub mod lock;
+pub mod search;
+
+pub use builder::{
+    BuildError, BuildReport, Builder, CacheStatus, Entry, KernelReport, Mode, Output, build,
+    try_build,
+};
+pub use descriptor::{Descriptor, DescriptorError, KernelDecl, Pattern, read_descriptor};
+pub use gpu::GpuTuner;
+pub use lock::{LOCK_FILE, LockEntry, LockFile};
+pub use search::{SearchConfig, TuneOutcome, search};

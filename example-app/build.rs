@@ -1,0 +1,3 @@
+fn main() {
+    sparserl_build::build();
+}

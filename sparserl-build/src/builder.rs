@@ -1,0 +1,753 @@
+//! The build-script driver: descriptors in, generated module out.
+
+use crate::cache::{Cache, KeyBuilder, Lookup, write_atomic};
+use crate::codegen::{self, generator_fingerprint};
+use crate::descriptor::{Descriptor, DescriptorError, KernelDecl, read_descriptor};
+use crate::emit::{self, KERNEL_DIR, MODULE_FILE};
+use crate::lock::{LockError, LockFile};
+use crate::search::{SearchConfig, Trial};
+use serde::{Deserialize, Serialize};
+use sparserl_policies::{POLICY_VERSION, Policy, default_policy};
+use sparserl_rt::{Features, ValueType, Variant};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use thiserror::Error;
+
+/// Env var selecting the mode: `full`, `policy` or `off`.
+pub const ENV_MODE: &str = "SPARSERL_MODE";
+/// Env var overriding the persistent cache directory.
+pub const ENV_CACHE_DIR: &str = "SPARSERL_CACHE_DIR";
+/// Env var disabling the persistent cache when set to `off` / `0`.
+pub const ENV_CACHE: &str = "SPARSERL_CACHE";
+/// Env var overriding the per-kernel search budget (seconds).
+pub const ENV_BUDGET: &str = "SPARSERL_BUDGET_SECONDS";
+/// Env var pointing at a target directory (cargo's own).
+const ENV_TARGET_DIR: &str = "CARGO_TARGET_DIR";
+
+/// NVRTC options every kernel is compiled with (part of the cache key).
+pub const COMPILE_OPTIONS: &[&str] = &["-std=c++17"];
+
+/// How kernels are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Measure on the build machine's GPU (fresh lock entries still win).
+    Full,
+    /// No measuring: the policy's pick (fresh lock entries still win).
+    Policy,
+    /// Lock file entries, else the safe fallback variant.
+    Off,
+}
+
+impl Mode {
+    fn parse(s: &str) -> Option<Mode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "full" => Some(Mode::Full),
+            "policy" => Some(Mode::Policy),
+            "off" => Some(Mode::Off),
+            _ => None,
+        }
+    }
+}
+
+/// Everything that can stop a build.
+#[derive(Debug, Error)]
+pub enum BuildError {
+    /// Bad descriptor (names manifest and key path).
+    #[error(transparent)]
+    Descriptor(#[from] DescriptorError),
+    /// Bad lock file.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// A required cargo env var is missing (not running under cargo?).
+    #[error(
+        "environment variable {0} is not set; call sparserl_build::build() from a build script"
+    )]
+    MissingEnv(&'static str),
+    /// Bad value in an env var.
+    #[error("environment variable {var}={value:?} is invalid: expected {expected}")]
+    BadEnv {
+        /// variable
+        var: &'static str,
+        /// value found
+        value: String,
+        /// what is allowed
+        expected: &'static str,
+    },
+    /// Code generation failed (an internal error: please report).
+    #[error("code generation failed for kernel `{kernel}`: {message}")]
+    Codegen {
+        /// kernel name
+        kernel: String,
+        /// cause
+        message: String,
+    },
+    /// NVRTC rejected generated code (an internal error: please report).
+    #[error("NVRTC failed on kernel `{kernel}`: {message}")]
+    Compile {
+        /// kernel name
+        kernel: String,
+        /// cause
+        message: String,
+    },
+    /// Writing outputs failed.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// path
+        path: PathBuf,
+        /// cause
+        source: std::io::Error,
+    },
+}
+
+/// How the build talks to the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Build-script messages (`cargo:warning` via build-print) and cargo directives.
+    BuildScript,
+    /// Plain lines on stderr (xtask and other binaries); no cargo directives.
+    Terminal,
+    /// Nothing.
+    Quiet,
+}
+
+/// What became of one cache lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheStatus {
+    /// Found in the persistent cache: no generation work.
+    Hit,
+    /// Not found (or damaged): generated now and stored.
+    Miss,
+}
+
+/// One generated kernel, as stored in the cache and reported.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Entry {
+    /// Declared name.
+    pub name: String,
+    /// Value type.
+    pub value: ValueType,
+    /// Chosen variant.
+    pub variant: Variant,
+    /// `measured`, `lock-file`, `policy` or `fallback`.
+    pub provenance: String,
+    /// One-line human explanation of the choice.
+    pub note: String,
+    /// Predicted fraction of copy bandwidth (policy picks), an estimate.
+    pub predicted: Option<f64>,
+    /// Measured GB/s of the winner (measured or locked choices).
+    pub measured_gbs: Option<f64>,
+    /// Target arch of the PTX.
+    pub arch: String,
+    /// Entry point.
+    pub entry: String,
+    /// CUDA source.
+    pub source: String,
+    /// PTX, when NVRTC was available.
+    pub ptx: Option<String>,
+    /// Fallback entry point.
+    pub fallback_entry: String,
+    /// Fallback source.
+    pub fallback_source: String,
+    /// Fallback PTX.
+    pub fallback_ptx: Option<String>,
+    /// mean row length, cv, max/mean of the samples.
+    pub tuned_for: [f64; 3],
+    /// Features of each sample (policy input), in `Features::NAMES` order.
+    pub sample_features: Vec<Vec<f64>>,
+    /// Every measurement of the search (empty unless measured).
+    pub trials: Vec<Trial>,
+}
+
+/// Result for one kernel.
+#[derive(Debug, Clone)]
+pub struct KernelReport {
+    /// Declared name.
+    pub name: String,
+    /// Generated type name.
+    pub type_name: String,
+    /// Cache hit or miss.
+    pub cache: CacheStatus,
+    /// The generated entry.
+    pub entry: Entry,
+    /// CUDA source written to OUT_DIR.
+    pub source_path: PathBuf,
+    /// PTX written to OUT_DIR, when compiled.
+    pub ptx_path: Option<PathBuf>,
+    /// Cache key.
+    pub key: String,
+    /// Wall time of this kernel, seconds.
+    pub seconds: f64,
+}
+
+/// Result of a build.
+#[derive(Debug, Clone)]
+pub struct BuildReport {
+    /// The mode used.
+    pub mode: Mode,
+    /// Per kernel, in declaration order.
+    pub kernels: Vec<KernelReport>,
+    /// The generated module.
+    pub module: PathBuf,
+    /// Persistent cache directory, if enabled.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// Configures and runs the generation for one crate.
+///
+/// ```no_run
+/// // build.rs
+/// fn main() {
+///     sparserl_build::Builder::from_env().run();
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    manifest_dir: Option<PathBuf>,
+    out_dir: Option<PathBuf>,
+    mode: Option<Mode>,
+    cache_dir: Option<Option<PathBuf>>,
+    output: Output,
+    budget: Option<f64>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            manifest_dir: None,
+            out_dir: None,
+            mode: None,
+            cache_dir: None,
+            output: Output::BuildScript,
+            budget: None,
+        }
+    }
+}
+
+fn env_var(out: Output, name: &str) -> Option<String> {
+    if out == Output::BuildScript {
+        println!("cargo:rerun-if-env-changed={name}");
+    }
+    std::env::var(name).ok()
+}
+
+impl Builder {
+    /// A builder for the crate cargo is building (reads `CARGO_MANIFEST_DIR`
+    /// and `OUT_DIR`), reporting through build-script messages.
+    pub fn from_env() -> Builder {
+        Builder {
+            manifest_dir: std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
+            out_dir: std::env::var_os("OUT_DIR").map(PathBuf::from),
+            ..Builder::default()
+        }
+    }
+
+    /// A builder for an explicit crate directory and output directory.
+    pub fn new(manifest_dir: impl Into<PathBuf>, out_dir: impl Into<PathBuf>) -> Builder {
+        Builder {
+            manifest_dir: Some(manifest_dir.into()),
+            out_dir: Some(out_dir.into()),
+            ..Builder::default()
+        }
+    }
+
+    /// Forces a mode (default: `SPARSERL_MODE`, else `full` with a GPU, `policy` without).
+    pub fn mode(&mut self, mode: Mode) -> &mut Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Sets the persistent cache directory (`None` disables it).
+    pub fn cache_dir(&mut self, dir: Option<PathBuf>) -> &mut Self {
+        self.cache_dir = Some(dir);
+        self
+    }
+
+    /// Sets how messages are shown.
+    pub fn output(&mut self, output: Output) -> &mut Self {
+        self.output = output;
+        self
+    }
+
+    /// Overrides the per-kernel search budget in seconds.
+    pub fn budget_seconds(&mut self, seconds: f64) -> &mut Self {
+        self.budget = Some(seconds);
+        self
+    }
+
+    fn info(&self, msg: &str) {
+        match self.output {
+            Output::BuildScript => {
+                for line in msg.lines() {
+                    build_print::info!("{line}");
+                }
+            }
+            Output::Terminal => eprintln!("sparserl: {msg}"),
+            Output::Quiet => {}
+        }
+    }
+
+    fn warn(&self, msg: &str) {
+        match self.output {
+            Output::BuildScript => {
+                for line in msg.lines() {
+                    build_print::warn!("{line}");
+                }
+            }
+            Output::Terminal => eprintln!("sparserl: warning: {msg}"),
+            Output::Quiet => {}
+        }
+    }
+
+    /// Runs the build; on error prints one message and exits with status 1
+    /// (the build-script convention). Use [`Builder::try_run`] to handle errors.
+    pub fn run(&self) -> BuildReport {
+        match self.try_run() {
+            Ok(r) => r,
+            Err(e) => {
+                match self.output {
+                    Output::BuildScript => {
+                        for line in e.to_string().lines() {
+                            build_print::error!("{line}");
+                        }
+                    }
+                    _ => eprintln!("sparserl: error: {e}"),
+                }
+                std::process::exit(1);
+            }
+        }
+    }
+
+    fn resolve_mode(&self) -> Result<Option<Mode>, BuildError> {
+        if let Some(m) = self.mode {
+            return Ok(Some(m));
+        }
+        match env_var(self.output, ENV_MODE) {
+            None => Ok(None),
+            Some(v) if v.is_empty() => Ok(None),
+            Some(v) => Mode::parse(&v).map(Some).ok_or(BuildError::BadEnv {
+                var: ENV_MODE,
+                value: v,
+                expected: "one of \"full\", \"policy\", \"off\"",
+            }),
+        }
+    }
+
+    fn resolve_cache(&self, out_dir: &Path) -> Cache {
+        if let Some(choice) = &self.cache_dir {
+            return choice
+                .clone()
+                .map(Cache::at)
+                .unwrap_or_else(Cache::disabled);
+        }
+        if let Some(v) = env_var(self.output, ENV_CACHE)
+            && matches!(v.trim(), "off" | "0" | "false")
+        {
+            return Cache::disabled();
+        }
+        if let Some(d) = env_var(self.output, ENV_CACHE_DIR) {
+            return Cache::at(d);
+        }
+        if let Some(t) = env_var(self.output, ENV_TARGET_DIR) {
+            return Cache::at(Path::new(&t).join("sparserl-cache"));
+        }
+        // OUT_DIR = <target>/<profile>/build/<pkg>-<hash>/out
+        match out_dir.ancestors().nth(4) {
+            Some(target) => Cache::at(target.join("sparserl-cache")),
+            None => Cache::at(out_dir.join("sparserl-cache")),
+        }
+    }
+
+    /// Runs the build and returns a report.
+    pub fn try_run(&self) -> Result<BuildReport, BuildError> {
+        let manifest_dir = self
+            .manifest_dir
+            .clone()
+            .ok_or(BuildError::MissingEnv("CARGO_MANIFEST_DIR"))?;
+        let out_dir = self
+            .out_dir
+            .clone()
+            .ok_or(BuildError::MissingEnv("OUT_DIR"))?;
+        let manifest = manifest_dir.join("Cargo.toml");
+        let desc = read_descriptor(&manifest)?;
+        if self.output == Output::BuildScript {
+            for p in desc.watched_paths() {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
+            println!(
+                "cargo:rerun-if-changed={}",
+                manifest_dir.join(crate::lock::LOCK_FILE).display()
+            );
+        }
+        let requested = self.resolve_mode()?;
+        let budget = match self.budget {
+            Some(b) => Some(b),
+            None => match env_var(self.output, ENV_BUDGET) {
+                Some(v) => Some(v.trim().parse::<f64>().ok().filter(|b| *b > 0.0).ok_or(
+                    BuildError::BadEnv {
+                        var: ENV_BUDGET,
+                        value: v,
+                        expected: "a positive number of seconds",
+                    },
+                )?),
+                None => None,
+            },
+        }
+        .or(desc.budget_seconds)
+        .unwrap_or(30.0);
+        let cache = self.resolve_cache(&out_dir);
+        if self.output == Output::BuildScript {
+            for v in sparserl_rt::nvrtc::env_vars_read() {
+                if !matches!(*v, "PATH" | "CARGO_MANIFEST_DIR") {
+                    println!("cargo:rerun-if-env-changed={v}");
+                }
+            }
+        }
+        let lock = LockFile::read(&manifest_dir)?;
+
+        // The GPU is probed only when measuring could be wanted.
+        let mut gpu: Option<crate::gpu::GpuTuner> = None;
+        let mode = match requested {
+            Some(Mode::Full) | None => match crate::gpu::GpuTuner::probe() {
+                Ok(t) => {
+                    gpu = Some(t);
+                    Mode::Full
+                }
+                Err(why) => {
+                    let all_locked = desc.kernels.iter().all(|k| {
+                        lock.as_ref()
+                            .is_some_and(|l| l.kernel.iter().any(|e| e.name == k.name))
+                    });
+                    if !all_locked {
+                        self.info(&format!(
+                            "no GPU available for measuring ({why}); using the lock file or the policy's pick"
+                        ));
+                    }
+                    Mode::Policy
+                }
+            },
+            Some(m) => m,
+        };
+        let toolkit = match sparserl_rt::nvrtc::locate() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.info(&format!(
+                    "NVRTC not found, writing CUDA sources without PTX (kernels compile at first use): {e}"
+                ));
+                None
+            }
+        };
+        let arch = match &gpu {
+            Some(g) => g.arch(),
+            None => desc
+                .arch
+                .as_ref()
+                .and_then(|a| a.iter().min().cloned())
+                .unwrap_or_else(|| "sm_80".to_string()),
+        };
+        let policy = default_policy();
+        let kernel_dir = out_dir.join(KERNEL_DIR);
+        let mut reports = Vec::new();
+        for (index, decl) in desc.kernels.iter().enumerate() {
+            let t0 = Instant::now();
+            let samples = desc.load_samples(index)?;
+            let mut fp = KeyBuilder::new();
+            fp.text("kernel", &decl.canonical_json());
+            for f in decl.pattern.files(&desc.manifest_dir()) {
+                let bytes = std::fs::read(&f).map_err(|source| BuildError::Io {
+                    path: f.clone(),
+                    source,
+                })?;
+                fp.part("sample", &bytes);
+            }
+            let descriptor_fp = fp.finish();
+            let generator = generator_fingerprint();
+            let locked = lock
+                .as_ref()
+                .and_then(|l| l.fresh(&decl.name, &descriptor_fp, &generator))
+                .cloned();
+            if lock
+                .as_ref()
+                .is_some_and(|l| l.kernel.iter().any(|e| e.name == decl.name))
+                && locked.is_none()
+            {
+                self.warn(&format!(
+                    "lock entry for `{}` is stale (descriptor, samples or generator changed); run `cargo xtask retune`",
+                    decl.name
+                ));
+            }
+            let source_label = match (&locked, mode, &gpu) {
+                (Some(l), _, _) => format!(
+                    "lock:{}",
+                    serde_json::to_string(&l.variant).unwrap_or_default()
+                ),
+                (None, Mode::Off, _) => "fallback".to_string(),
+                (None, Mode::Full, Some(g)) => format!("measured:{}:{budget}", g.name()),
+                _ => format!("policy:{}", policy.name()),
+            };
+            let mut key = KeyBuilder::new();
+            key.text("descriptor", &descriptor_fp)
+                .text("generator", &generator)
+                .text("policy", POLICY_VERSION)
+                .text("choice", &source_label)
+                .text("arch", &arch)
+                .text(
+                    "nvrtc",
+                    &toolkit
+                        .map(|t| format!("{}.{}", t.nvrtc_version.0, t.nvrtc_version.1))
+                        .unwrap_or_else(|| "none".into()),
+                )
+                .text("options", &COMPILE_OPTIONS.join(" "));
+            let key = key.finish();
+            let (entry, status) = match cache.get::<Entry>(&key) {
+                Lookup::Hit(e) => (e, CacheStatus::Hit),
+                other => {
+                    if let Lookup::Corrupt(why) = other {
+                        self.warn(&format!(
+                            "damaged cache entry removed and regenerated: {why}"
+                        ));
+                    }
+                    let e = self.generate(
+                        decl,
+                        &samples,
+                        locked.as_ref(),
+                        mode,
+                        gpu.as_ref(),
+                        policy.as_ref(),
+                        toolkit.is_some(),
+                        &arch,
+                        budget,
+                    )?;
+                    if let Err(err) = cache.put(&key, &e) {
+                        self.warn(&format!(
+                            "cannot store cache entry ({err}); continuing uncached"
+                        ));
+                    }
+                    (e, CacheStatus::Miss)
+                }
+            };
+            let source_path = kernel_dir.join(format!("{}.cu", decl.name));
+            let ptx_path = kernel_dir.join(format!("{}.ptx", decl.name));
+            let write = |p: &Path, s: &str| {
+                write_atomic(p, s.as_bytes()).map_err(|source| BuildError::Io {
+                    path: p.to_path_buf(),
+                    source,
+                })
+            };
+            write(&source_path, &entry.source)?;
+            write(
+                &kernel_dir.join(format!("{}.fallback.cu", decl.name)),
+                &entry.fallback_source,
+            )?;
+            if let Some(p) = &entry.ptx {
+                write(&ptx_path, p)?;
+            }
+            if let Some(p) = &entry.fallback_ptx {
+                write(&kernel_dir.join(format!("{}.fallback.ptx", decl.name)), p)?;
+            }
+            write(
+                &kernel_dir.join(format!("{}.trials.json", decl.name)),
+                &serde_json::to_string_pretty(&entry.trials).unwrap_or_default(),
+            )?;
+            let secs = t0.elapsed().as_secs_f64();
+            let what = match status {
+                CacheStatus::Hit => "cache hit, no generation work".to_string(),
+                CacheStatus::Miss => format!("generated in {secs:.1}s"),
+            };
+            self.info(&format!(
+                "kernel `{}` ({}): {} [{}] ({what})",
+                decl.name, entry.value, entry.variant, entry.note
+            ));
+            reports.push(KernelReport {
+                name: decl.name.clone(),
+                type_name: decl.type_name.clone(),
+                cache: status,
+                ptx_path: entry.ptx.as_ref().map(|_| ptx_path.clone()),
+                entry,
+                source_path,
+                key,
+                seconds: secs,
+            });
+        }
+        let module = out_dir.join(MODULE_FILE);
+        let pairs: Vec<(String, Entry)> = reports
+            .iter()
+            .map(|r| (r.type_name.clone(), r.entry.clone()))
+            .collect();
+        write_atomic(&module, emit::render(&pairs).as_bytes()).map_err(|source| {
+            BuildError::Io {
+                path: module.clone(),
+                source,
+            }
+        })?;
+        Ok(BuildReport {
+            mode,
+            kernels: reports,
+            module,
+            cache_dir: cache.root().map(Path::to_path_buf),
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn generate(
+        &self,
+        decl: &KernelDecl,
+        samples: &[crate::descriptor::Sample],
+        locked: Option<&crate::lock::LockEntry>,
+        mode: Mode,
+        gpu: Option<&crate::gpu::GpuTuner>,
+        policy: &dyn Policy,
+        compile: bool,
+        arch: &str,
+        budget: f64,
+    ) -> Result<Entry, BuildError> {
+        let feats: Vec<Features> = samples
+            .iter()
+            .map(|s| Features::compute(&s.matrix))
+            .collect();
+        let n = feats.len().max(1) as f64;
+        let avg = |f: fn(&Features) -> f64| feats.iter().map(f).sum::<f64>() / n;
+        let tuned_for = [
+            avg(|f| f.mean_row),
+            avg(|f| f.cv_row),
+            avg(|f| f.max_over_mean),
+        ];
+        let first = feats.first().copied().unwrap_or_default();
+        let mut trials = Vec::new();
+        let mut predicted = None;
+        let mut measured_gbs = None;
+        let (variant, provenance, note) = if let Some(l) = locked {
+            measured_gbs = Some(l.gbs);
+            (
+                l.variant,
+                "lock-file",
+                format!("from the lock file: {:.0} GB/s on {}", l.gbs, l.gpu),
+            )
+        } else {
+            match (mode, gpu) {
+                (Mode::Off, _) => (
+                    Variant::FALLBACK,
+                    "fallback",
+                    "fallback (search off)".to_string(),
+                ),
+                (Mode::Full, Some(g)) => {
+                    let proposals: Vec<Variant> = policy
+                        .propose(&first, decl.value, 16)
+                        .into_iter()
+                        .map(|p| p.variant)
+                        .collect();
+                    let cfg = SearchConfig {
+                        budget_seconds: budget,
+                        ..SearchConfig::default()
+                    };
+                    let matrices: Vec<&sparserl_rt::Csr> =
+                        samples.iter().map(|s| &s.matrix).collect();
+                    let out = g
+                        .tune(&matrices, decl.value, &proposals, &cfg)
+                        .map_err(|e| BuildError::Compile {
+                            kernel: decl.name.clone(),
+                            message: e.to_string(),
+                        })?;
+                    let pct = 100.0 * out.gbs / g.copy_gbs();
+                    self.info(&format!(
+                        "kernel `{}`: {} candidates in {:.1}s, best {:.0} GB/s ({pct:.0}% of copy bandwidth), {}",
+                        decl.name, out.candidates, out.seconds, out.gbs, out.stopped
+                    ));
+                    measured_gbs = Some(out.gbs);
+                    trials = out.trials;
+                    (
+                        out.winner,
+                        "measured",
+                        format!(
+                            "measured: {:.0} GB/s, {pct:.0}% of copy, {} candidates",
+                            out.gbs, out.candidates
+                        ),
+                    )
+                }
+                _ => {
+                    let best = policy.propose(&first, decl.value, 1);
+                    match best.first() {
+                        Some(p) => {
+                            predicted = Some(p.score);
+                            let est = gpu_estimate_note(p.score);
+                            (
+                                p.variant,
+                                "policy",
+                                format!("policy pick ({}), predicted {est}", policy.name()),
+                            )
+                        }
+                        None => (
+                            Variant::FALLBACK,
+                            "fallback",
+                            "fallback (policy had no proposal)".into(),
+                        ),
+                    }
+                }
+            }
+        };
+        let generate = |v: &Variant| {
+            codegen::generate(v, decl.value).map_err(|e| BuildError::Codegen {
+                kernel: decl.name.clone(),
+                message: e.to_string(),
+            })
+        };
+        let chosen = generate(&variant)?;
+        let fallback = generate(&Variant::FALLBACK)?;
+        let ptx = |src: &str| -> Result<Option<String>, BuildError> {
+            if !compile {
+                return Ok(None);
+            }
+            let opts: Vec<String> = COMPILE_OPTIONS.iter().map(|s| s.to_string()).collect();
+            sparserl_rt::nvrtc::compile_ptx(src, arch, &opts)
+                .map(Some)
+                .map_err(|e| BuildError::Compile {
+                    kernel: decl.name.clone(),
+                    message: e.to_string(),
+                })
+        };
+        Ok(Entry {
+            name: decl.name.clone(),
+            value: decl.value,
+            variant,
+            provenance: provenance.to_string(),
+            note,
+            predicted,
+            measured_gbs,
+            arch: arch.to_string(),
+            ptx: ptx(&chosen.source)?,
+            fallback_ptx: ptx(&fallback.source)?,
+            entry: chosen.entry,
+            source: chosen.source,
+            fallback_entry: fallback.entry,
+            fallback_source: fallback.source,
+            tuned_for,
+            sample_features: feats.iter().map(|f| f.to_vec().to_vec()).collect(),
+            trials,
+        })
+    }
+}
+
+/// Predicted GB/s on a reference H200-class copy bandwidth of 4100 GB/s.
+fn gpu_estimate_note(score: f64) -> String {
+    format!(
+        "~{:.0} GB/s ({:.0}% of copy bandwidth, estimate)",
+        score * 4100.0,
+        score * 100.0
+    )
+}
+
+/// Convenience for `build.rs`: `sparserl_build::build()`.
+pub fn build() -> BuildReport {
+    Builder::from_env().run()
+}
+
+/// Like [`build`] but returns errors.
+pub fn try_build() -> Result<BuildReport, BuildError> {
+    Builder::from_env().try_run()
+}
+
+/// Reads the descriptor of a crate directory (for tools).
+pub fn descriptor_of(manifest_dir: &Path) -> Result<Descriptor, BuildError> {
+    Ok(read_descriptor(&manifest_dir.join("Cargo.toml"))?)
+}

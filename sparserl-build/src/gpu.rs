@@ -1,0 +1,211 @@
+//! The GPU measurement source of the search: compiles variants with NVRTC,
+//! checks them against the float64 reference and times them through
+//! [`sparserl_rt::Bench`].
+
+use crate::codegen;
+use crate::search::{MeasureSource, SampleResult, SearchConfig, SearchError, TuneOutcome, search};
+use sparserl_rt::{
+    Bench, Csr, Gpu, MeasureOptions, Measurement, RtError, Scalar, ValueType, Variant,
+    copy_bandwidth_gbs,
+};
+use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// A GPU ready to tune kernels on.
+pub struct GpuTuner {
+    gpu: Gpu,
+    copy_gbs: OnceCell<f64>,
+}
+
+impl std::fmt::Debug for GpuTuner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuTuner")
+            .field("gpu", &self.gpu.name())
+            .finish()
+    }
+}
+
+impl GpuTuner {
+    /// Finds GPU 0 and NVRTC; `Err` says why measuring is impossible.
+    pub fn probe() -> Result<GpuTuner, String> {
+        let gpu = Gpu::new(0).map_err(|e| e.to_string())?;
+        sparserl_rt::nvrtc::locate().map_err(|e| e.to_string())?;
+        Ok(GpuTuner {
+            gpu,
+            copy_gbs: OnceCell::new(),
+        })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// Device name.
+    pub fn name(&self) -> String {
+        self.gpu.name().to_string()
+    }
+
+    /// `sm_XY` of the device.
+    pub fn arch(&self) -> String {
+        self.gpu.arch()
+    }
+
+    /// Device-to-device copy bandwidth, GB/s (read + write), measured once.
+    pub fn copy_gbs(&self) -> f64 {
+        *self
+            .copy_gbs
+            .get_or_init(|| copy_bandwidth_gbs(&self.gpu).unwrap_or(f64::NAN))
+    }
+
+    /// Runs the measured search over `matrices` (the pattern's samples).
+    pub fn tune(
+        &self,
+        matrices: &[&Csr],
+        value: ValueType,
+        proposals: &[Variant],
+        cfg: &SearchConfig,
+    ) -> Result<TuneOutcome, SearchError> {
+        match value {
+            ValueType::F32 => {
+                let mut src = GpuSource::<f32>::new(&self.gpu, matrices)?;
+                search(proposals, &mut src, cfg)
+            }
+            ValueType::F64 => {
+                let mut src = GpuSource::<f64>::new(&self.gpu, matrices)?;
+                search(proposals, &mut src, cfg)
+            }
+        }
+    }
+
+    /// Measures every variant of `variants` on `matrices` (exhaustive sweep),
+    /// returning per-variant per-sample measurements.
+    pub fn sweep(
+        &self,
+        matrices: &[&Csr],
+        value: ValueType,
+        variants: &[Variant],
+        reps: u32,
+    ) -> Result<Vec<(Variant, Vec<SampleResult>)>, SearchError> {
+        fn run<T: Scalar>(
+            gpu: &Gpu,
+            matrices: &[&Csr],
+            variants: &[Variant],
+            reps: u32,
+        ) -> Result<Vec<(Variant, Vec<SampleResult>)>, SearchError> {
+            let mut src = GpuSource::<T>::new(gpu, matrices)?;
+            variants
+                .iter()
+                .map(|v| src.measure(v, reps).map(|(r, _)| (*v, r)))
+                .collect()
+        }
+        match value {
+            ValueType::F32 => run::<f32>(&self.gpu, matrices, variants, reps),
+            ValueType::F64 => run::<f64>(&self.gpu, matrices, variants, reps),
+        }
+    }
+}
+
+/// Compiles and loads `variant` for `T` on `gpu` (cached per entry by the Gpu).
+pub fn load_variant<T: Scalar>(
+    gpu: &Gpu,
+    variant: &Variant,
+) -> Result<cudarc::driver::CudaFunction, String> {
+    let src = codegen::generate(variant, T::TYPE).map_err(|e| e.to_string())?;
+    gpu.function_or_load(&src.entry, || {
+        let opts: Vec<String> = crate::builder::COMPILE_OPTIONS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        sparserl_rt::nvrtc::compile_ptx(&src.source, &gpu.arch(), &opts)
+            .map_err(|e| RtError::Compile(e.to_string()))
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Measurement source over the samples of one pattern on one GPU.
+pub struct GpuSource<T: Scalar> {
+    gpu: Gpu,
+    benches: Vec<Bench<T>>,
+    failed_compiles: HashMap<Variant, String>,
+}
+
+impl<T: Scalar> GpuSource<T> {
+    /// Uploads every sample.
+    pub fn new(gpu: &Gpu, matrices: &[&Csr]) -> Result<Self, SearchError> {
+        let benches = matrices
+            .iter()
+            .map(|m| Bench::<T>::new(gpu, m))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| SearchError::Source(e.to_string()))?;
+        Ok(GpuSource {
+            gpu: gpu.clone(),
+            benches,
+            failed_compiles: HashMap::new(),
+        })
+    }
+
+    /// The uploaded benches.
+    pub fn benches(&self) -> &[Bench<T>] {
+        &self.benches
+    }
+}
+
+fn to_sample(m: &Measurement) -> SampleResult {
+    SampleResult {
+        correct: m.correct,
+        rel_err: m.rel_err,
+        gbs: if m.correct { m.gbs } else { 0.0 },
+        median_us: m.median_us,
+        error: m.error.clone(),
+    }
+}
+
+impl<T: Scalar> MeasureSource for GpuSource<T> {
+    fn samples(&self) -> usize {
+        self.benches.len()
+    }
+
+    fn measure(
+        &mut self,
+        variant: &Variant,
+        reps: u32,
+    ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+        let t0 = Instant::now();
+        let failed = |msg: String| SampleResult {
+            correct: false,
+            rel_err: f64::INFINITY,
+            gbs: 0.0,
+            median_us: f64::INFINITY,
+            error: Some(msg),
+        };
+        if let Some(msg) = self.failed_compiles.get(variant) {
+            return Ok((vec![failed(msg.clone())], 0.0));
+        }
+        let func = match load_variant::<T>(&self.gpu, variant) {
+            Ok(f) => f,
+            Err(msg) => {
+                self.failed_compiles.insert(*variant, msg.clone());
+                return Ok((vec![failed(msg)], t0.elapsed().as_secs_f64()));
+            }
+        };
+        let opts = MeasureOptions {
+            reps,
+            max_seconds: 1.0,
+            ..MeasureOptions::default()
+        };
+        let mut out = Vec::with_capacity(self.benches.len());
+        for b in &self.benches {
+            let m = b
+                .measure(&func, variant, &opts)
+                .map_err(|e| SearchError::Source(e.to_string()))?;
+            let wrong = !m.correct;
+            out.push(to_sample(&m));
+            if wrong {
+                break; // never time a variant that failed on any sample
+            }
+        }
+        Ok((out, t0.elapsed().as_secs_f64()))
+    }
+}
