@@ -23,6 +23,8 @@
 
 #![warn(missing_docs)]
 
+pub mod dataset;
+
 use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
 
 /// Version of the policy code and weights; part of every cache key.

@@ -90,6 +90,9 @@ pub enum BuildError {
         /// cause
         message: String,
     },
+    /// A kernel index beyond the descriptor's kernels.
+    #[error("no kernel with index {0} in the descriptor")]
+    NoSuchKernel(usize),
     /// Writing outputs failed.
     #[error("cannot write {path}: {source}")]
     Io {
@@ -452,16 +455,7 @@ impl Builder {
         for (index, decl) in desc.kernels.iter().enumerate() {
             let t0 = Instant::now();
             let samples = desc.load_samples(index)?;
-            let mut fp = KeyBuilder::new();
-            fp.text("kernel", &decl.canonical_json());
-            for f in decl.pattern.files(&desc.manifest_dir()) {
-                let bytes = std::fs::read(&f).map_err(|source| BuildError::Io {
-                    path: f.clone(),
-                    source,
-                })?;
-                fp.part("sample", &bytes);
-            }
-            let descriptor_fp = fp.finish();
+            let descriptor_fp = descriptor_fingerprint(&desc, index)?;
             let generator = generator_fingerprint();
             let locked = lock
                 .as_ref()
@@ -735,6 +729,25 @@ fn gpu_estimate_note(score: f64) -> String {
         score * 4100.0,
         score * 100.0
     )
+}
+
+/// Fingerprint of kernel `index` of `desc`: its canonical declaration plus
+/// the bytes of its sample files. Lock entries are fresh when it matches.
+pub fn descriptor_fingerprint(desc: &Descriptor, index: usize) -> Result<String, BuildError> {
+    let decl = desc
+        .kernels
+        .get(index)
+        .ok_or(BuildError::NoSuchKernel(index))?;
+    let mut fp = KeyBuilder::new();
+    fp.text("kernel", &decl.canonical_json());
+    for f in decl.pattern.files(&desc.manifest_dir()) {
+        let bytes = std::fs::read(&f).map_err(|source| BuildError::Io {
+            path: f.clone(),
+            source,
+        })?;
+        fp.part("sample", &bytes);
+    }
+    Ok(fp.finish())
 }
 
 /// Convenience for `build.rs`: `sparserl_build::build()`.

@@ -1,0 +1,77 @@
+//! `cargo xtask explain <kernel>`: the audit trail behind a kernel's choice.
+
+use anyhow::{Context, Result, bail};
+use sparserl_build::{Builder, Output};
+use std::path::PathBuf;
+
+/// Arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Kernel name as declared.
+    pub kernel: String,
+    /// Crate directory holding the declaring Cargo.toml.
+    #[arg(long, default_value = "example-app")]
+    pub manifest_dir: PathBuf,
+    /// Print the measurements as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let root = crate::common::workspace_root();
+    let dir = root.join(&args.manifest_dir);
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let scratch = target.join("xtask-explain");
+    // The same generation a build runs: a cache hit returns the stored
+    // entry, measurements included, without redoing any work.
+    let report = Builder::new(&dir, &scratch)
+        .output(Output::Quiet)
+        .cache_dir(Some(target.join("sparserl-cache")))
+        .try_run()
+        .context("reading the kernel declarations")?;
+    let Some(k) = report.kernels.iter().find(|k| k.name == args.kernel) else {
+        let names: Vec<&str> = report.kernels.iter().map(|k| k.name.as_str()).collect();
+        bail!(
+            "no kernel named `{}`; declared: {}",
+            args.kernel,
+            names.join(", ")
+        );
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&k.entry.trials)?);
+        return Ok(());
+    }
+    println!(
+        "kernel `{}` ({}): {}",
+        k.name, k.entry.value, k.entry.variant
+    );
+    println!("chosen: {} ({})", k.entry.provenance, k.entry.note);
+    if k.entry.trials.is_empty() {
+        println!("no measurements recorded: this choice was not measured on a GPU here");
+        return Ok(());
+    }
+    println!(
+        "{:<4} {:<9} {:<38} {:>10} {:>10} {:>8}",
+        "#", "phase", "variant", "GB/s", "rel err", "secs"
+    );
+    for (i, t) in k.entry.trials.iter().enumerate() {
+        println!(
+            "{:<4} {:<9} {:<38} {:>10.1} {:>10.1e} {:>8.2}{}",
+            i,
+            t.phase,
+            t.variant.id(),
+            t.gbs,
+            t.rel_err,
+            t.seconds,
+            if t.correct {
+                ""
+            } else {
+                "  WRONG (never chosen)"
+            }
+        );
+    }
+    Ok(())
+}

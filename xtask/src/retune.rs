@@ -1,0 +1,487 @@
+//! `cargo xtask retune` and `cargo xtask collect`: measured work on the GPU at hand.
+
+use crate::common::{geomean, load_real_matrices, today};
+use anyhow::{Context, Result, anyhow};
+use serde::Serialize;
+use sparserl_build::builder::descriptor_fingerprint;
+use sparserl_build::codegen::generator_fingerprint;
+use sparserl_build::search::SampleResult;
+use sparserl_build::{GpuTuner, LockEntry, LockFile, SearchConfig, read_descriptor};
+use sparserl_policies::dataset::{Dataset, MatrixRecord};
+use sparserl_policies::default_policy;
+use sparserl_rt::{Csr, Features, ValueType, Variant, core_space, synth};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Arguments of `retune`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Crate directory whose Cargo.toml declares the kernels.
+    #[arg(long, default_value = "example-app")]
+    pub manifest_dir: PathBuf,
+    /// Folder for the report (retune.json, retune.md, a copy of the lock file).
+    #[arg(long, default_value = "target/retune")]
+    pub out: PathBuf,
+    /// Search budget per kernel in seconds (default: the descriptor's, else 30).
+    #[arg(long)]
+    pub budget: Option<f64>,
+    /// Skip the exhaustive sweep of the core space used to judge the search.
+    #[arg(long)]
+    pub no_exhaustive: bool,
+}
+
+#[derive(Serialize)]
+struct KernelOut {
+    name: String,
+    value: ValueType,
+    samples: Vec<String>,
+    budget_seconds: f64,
+    search_wall_seconds: f64,
+    candidates: usize,
+    stopped: String,
+    winner: String,
+    winner_gbs: f64,
+    winner_pct_copy: f64,
+    /// Exhaustive comparison, re-measured side by side with more repetitions.
+    exhaustive_best: Option<String>,
+    exhaustive_best_gbs: Option<f64>,
+    winner_gbs_remeasured: Option<f64>,
+    winner_vs_exhaustive: Option<f64>,
+    exhaustive_variants: Option<usize>,
+    exhaustive_seconds: Option<f64>,
+}
+
+fn geo_correct(res: &[SampleResult]) -> f64 {
+    if res.is_empty() || res.iter().any(|r| !r.correct) {
+        return 0.0;
+    }
+    geomean(&res.iter().map(|r| r.gbs).collect::<Vec<_>>())
+}
+
+/// Median over `rounds` re-measurements with `reps` repetitions each.
+fn remeasure(
+    tuner: &GpuTuner,
+    mats: &[&Csr],
+    value: ValueType,
+    variants: &[Variant],
+    rounds: usize,
+    reps: u32,
+) -> Result<Vec<f64>> {
+    let mut per: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+    for _ in 0..rounds {
+        let r = tuner
+            .sweep(mats, value, variants, reps)
+            .map_err(|e| anyhow!("{e}"))?;
+        for (i, (_, res)) in r.iter().enumerate() {
+            per[i].push(geo_correct(res));
+        }
+    }
+    Ok(per
+        .into_iter()
+        .map(|mut v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect())
+}
+
+/// Runs `retune`.
+pub fn run(args: Args) -> Result<()> {
+    let root = crate::common::workspace_root();
+    let dir = root.join(&args.manifest_dir);
+    let desc = read_descriptor(&dir.join("Cargo.toml"))?;
+    let tuner = GpuTuner::probe().map_err(|e| anyhow!("no GPU: {e}"))?;
+    let copy = tuner.copy_gbs();
+    println!(
+        "retune: {} ({}), copy bandwidth {copy:.0} GB/s, {} kernels",
+        tuner.name(),
+        tuner.arch(),
+        desc.kernels.len()
+    );
+    let mut lock = LockFile::read(&dir)?.unwrap_or_default();
+    let policy = default_policy();
+    let mut outs = Vec::new();
+    for (i, decl) in desc.kernels.iter().enumerate() {
+        let samples = desc.load_samples(i)?;
+        let mats: Vec<&Csr> = samples.iter().map(|s| &s.matrix).collect();
+        let feats = Features::compute(mats[0]);
+        let proposals: Vec<Variant> = policy
+            .propose(&feats, decl.value, 16)
+            .into_iter()
+            .map(|p| p.variant)
+            .collect();
+        let budget = args.budget.or(desc.budget_seconds).unwrap_or(30.0);
+        let cfg = SearchConfig {
+            budget_seconds: budget,
+            ..SearchConfig::default()
+        };
+        println!(
+            "\nkernel `{}` ({}), {} sample(s): {}",
+            decl.name,
+            decl.value,
+            samples.len(),
+            samples
+                .iter()
+                .map(|s| s.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let t0 = Instant::now();
+        let out = tuner
+            .tune(&mats, decl.value, &proposals, &cfg)
+            .map_err(|e| anyhow!("search for `{}` failed: {e}", decl.name))?;
+        let wall = t0.elapsed().as_secs_f64();
+        let pct = 100.0 * out.gbs / copy;
+        println!(
+            "  search: {} candidates in {wall:.1} s (budget {budget:.0} s; {}), winner {} at {:.0} GB/s = {pct:.1}% of copy",
+            out.candidates, out.stopped, out.winner, out.gbs
+        );
+        let mut k = KernelOut {
+            name: decl.name.clone(),
+            value: decl.value,
+            samples: samples.iter().map(|s| s.label.clone()).collect(),
+            budget_seconds: budget,
+            search_wall_seconds: wall,
+            candidates: out.candidates,
+            stopped: out.stopped.clone(),
+            winner: out.winner.id(),
+            winner_gbs: out.gbs,
+            winner_pct_copy: pct,
+            exhaustive_best: None,
+            exhaustive_best_gbs: None,
+            winner_gbs_remeasured: None,
+            winner_vs_exhaustive: None,
+            exhaustive_variants: None,
+            exhaustive_seconds: None,
+        };
+        if !args.no_exhaustive {
+            let t1 = Instant::now();
+            let space = core_space();
+            let sweep = tuner
+                .sweep(&mats, decl.value, &space, 10)
+                .map_err(|e| anyhow!("{e}"))?;
+            let mut ranked: Vec<(Variant, f64)> =
+                sweep.iter().map(|(v, r)| (*v, geo_correct(r))).collect();
+            ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+            // Side by side, more repetitions: the sweep's top three and the winner.
+            let mut finalists: Vec<Variant> = ranked.iter().take(3).map(|r| r.0).collect();
+            if !finalists.contains(&out.winner) {
+                finalists.push(out.winner);
+            }
+            let med = remeasure(&tuner, &mats, decl.value, &finalists, 3, 100)?;
+            let (bi, best) = med
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(i, g)| (i, *g))
+                .unwrap_or((0, 0.0));
+            let wi = finalists.iter().position(|v| *v == out.winner).unwrap_or(0);
+            let ratio = if best > 0.0 { med[wi] / best } else { 0.0 };
+            println!(
+                "  exhaustive: {} variants in {:.1} s; best {} at {best:.0} GB/s; winner re-measured {:.0} GB/s = {:.1}% of the exhaustive best",
+                space.len(),
+                t1.elapsed().as_secs_f64(),
+                finalists[bi],
+                med[wi],
+                100.0 * ratio
+            );
+            k.exhaustive_best = Some(finalists[bi].id());
+            k.exhaustive_best_gbs = Some(best);
+            k.winner_gbs_remeasured = Some(med[wi]);
+            k.winner_vs_exhaustive = Some(ratio);
+            k.exhaustive_variants = Some(space.len());
+            k.exhaustive_seconds = Some(t1.elapsed().as_secs_f64());
+        }
+        lock.upsert(LockEntry {
+            name: decl.name.clone(),
+            value: decl.value,
+            descriptor: descriptor_fingerprint(&desc, i)?,
+            generator: generator_fingerprint(),
+            gpu: tuner.name(),
+            gbs: (out.gbs * 10.0).round() / 10.0,
+            pct_copy: (pct * 10.0).round() / 10.0,
+            candidates: out.candidates as u32,
+            variant: out.winner,
+        });
+        outs.push(k);
+    }
+    let lock_path = lock.write(&dir)?;
+    std::fs::create_dir_all(&args.out)?;
+    std::fs::copy(&lock_path, args.out.join(sparserl_build::LOCK_FILE))?;
+    let report = serde_json::json!({
+        "gpu": tuner.name(),
+        "arch": tuner.arch(),
+        "driver": crate::common::driver_version(),
+        "date": today(),
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "copy_gbs": copy,
+        "kernels": outs,
+    });
+    std::fs::write(
+        args.out.join("retune.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    let mut md = format!(
+        "# Retune on {}\n\nDate {}, copy bandwidth {copy:.0} GB/s, command `{}`.\n\n| kernel | value | candidates | search s (budget) | winner | GB/s | % copy | exhaustive best | best GB/s | winner / best |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        tuner.name(),
+        today(),
+        std::env::args().collect::<Vec<_>>().join(" ")
+    );
+    for k in &outs {
+        md += &format!(
+            "| {} | {} | {} | {:.1} ({:.0}) | `{}` | {:.0} | {:.1} | {} | {} | {} |\n",
+            k.name,
+            k.value,
+            k.candidates,
+            k.search_wall_seconds,
+            k.budget_seconds,
+            k.winner,
+            k.winner_gbs,
+            k.winner_pct_copy,
+            k.exhaustive_best
+                .as_deref()
+                .map(|s| format!("`{s}`"))
+                .unwrap_or("-".into()),
+            k.exhaustive_best_gbs
+                .map(|g| format!("{g:.0}"))
+                .unwrap_or("-".into()),
+            k.winner_vs_exhaustive
+                .map(|r| format!("{:.1}%", 100.0 * r))
+                .unwrap_or("-".into()),
+        );
+    }
+    std::fs::write(args.out.join("retune.md"), &md)?;
+    println!("\n{md}\nlock file written to {}", lock_path.display());
+    Ok(())
+}
+
+/// Arguments of `collect`.
+#[derive(clap::Args, Debug)]
+pub struct CollectArgs {
+    /// Folder of real Matrix Market matrices (with MANIFEST.tsv for classes).
+    #[arg(long)]
+    pub matrices: Option<PathBuf>,
+    /// Output dataset (.json.gz).
+    #[arg(long, default_value = "target/collect/dataset.json.gz")]
+    pub out: PathBuf,
+    /// Value types to measure: f32, f64 or both.
+    #[arg(long, default_value = "both")]
+    pub value: String,
+    /// Timed repetitions per variant.
+    #[arg(long, default_value_t = 10)]
+    pub reps: u32,
+    /// Stop starting new matrices after this many seconds.
+    #[arg(long, default_value_t = 300.0)]
+    pub max_seconds: f64,
+    /// Instead of the whole core space, measure the policy's top proposals
+    /// (this many per matrix) and merge them into `--append`.
+    #[arg(long)]
+    pub from_policy: Option<usize>,
+    /// Existing dataset to merge into.
+    #[arg(long)]
+    pub append: Option<PathBuf>,
+    /// Smaller synthetic matrices (smoke runs).
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// The synthetic part of the training corpus: (name, class, matrix).
+pub fn synthetic_corpus(quick: bool) -> Result<Vec<(String, String, Csr)>> {
+    let s = if quick { 8 } else { 1 };
+    let g2 = |n: usize| n / (s as f64).sqrt() as usize;
+    let mut out = vec![
+        (
+            "stencil2d-5pt-1024".to_string(),
+            "stencil",
+            synth::stencil(&[g2(1024), g2(1024)], 5)?,
+        ),
+        (
+            "stencil2d-9pt-512".into(),
+            "stencil",
+            synth::stencil(&[g2(512), g2(512)], 9)?,
+        ),
+        (
+            "stencil3d-7pt-96".into(),
+            "stencil",
+            synth::stencil(&[96 / s.min(4), 96, 96], 7)?,
+        ),
+        (
+            "stencil3d-27pt-48".into(),
+            "stencil",
+            synth::stencil(&[48 / s.min(4), 48, 48], 27)?,
+        ),
+        (
+            "banded-200k-bw16-d8".into(),
+            "banded",
+            synth::banded(200_000 / s, 16, 8.0, 1)?,
+        ),
+        (
+            "banded-1m-bw64-d24".into(),
+            "banded",
+            synth::banded(1_000_000 / s, 64, 24.0, 2)?,
+        ),
+        (
+            "powerlaw-200k-d8-e2.0".into(),
+            "power-law",
+            synth::power_law(200_000 / s, 8.0, 2.0, 3)?,
+        ),
+        (
+            "powerlaw-1m-d16-e2.1".into(),
+            "power-law",
+            synth::power_law(1_000_000 / s, 16.0, 2.1, 4)?,
+        ),
+        (
+            "powerlaw-500k-d4-e1.8".into(),
+            "power-law",
+            synth::power_law(500_000 / s, 4.0, 1.8, 5)?,
+        ),
+        (
+            "uniform-1m-d2".into(),
+            "uniform",
+            synth::uniform(1_000_000 / s, 1_000_000 / s, 2.0, 6)?,
+        ),
+        (
+            "uniform-500k-d8".into(),
+            "uniform",
+            synth::uniform(500_000 / s, 500_000 / s, 8.0, 7)?,
+        ),
+        (
+            "uniform-100k-d64".into(),
+            "uniform",
+            synth::uniform(100_000 / s, 100_000 / s, 64.0, 8)?,
+        ),
+        (
+            "uniform-20k-d512".into(),
+            "uniform",
+            synth::uniform(20_000 / s, 20_000 / s, 512.0, 9)?,
+        ),
+        (
+            "block-300k-4x4-b4".into(),
+            "block",
+            synth::block(300_000 / s / 4 * 4, [4, 4], 4, 10)?,
+        ),
+        (
+            "block-120k-8x8-b2".into(),
+            "block",
+            synth::block(120_000 / s / 8 * 8, [8, 8], 2, 11)?,
+        ),
+    ]
+    .into_iter()
+    .map(|(n, c, m)| (n, c.to_string(), m))
+    .collect::<Vec<_>>();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Runs `collect`.
+pub fn collect(args: CollectArgs) -> Result<()> {
+    let t0 = Instant::now();
+    let tuner = GpuTuner::probe().map_err(|e| anyhow!("no GPU: {e}"))?;
+    let values: Vec<ValueType> = match args.value.as_str() {
+        "f32" => vec![ValueType::F32],
+        "f64" => vec![ValueType::F64],
+        "both" => vec![ValueType::F32, ValueType::F64],
+        other => return Err(anyhow!("--value {other}: expected f32, f64 or both")),
+    };
+    let dir = args.matrices.clone().unwrap_or_else(|| {
+        let d = PathBuf::from(".device/matrices");
+        if d.exists() {
+            d
+        } else {
+            PathBuf::from("tests/fixtures/matrices")
+        }
+    });
+    let mut corpus = synthetic_corpus(args.quick)?;
+    for m in load_real_matrices(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        corpus.push((m.name, m.class, m.csr));
+    }
+    let space = core_space();
+    let policy = default_policy();
+    let mut ds = Dataset {
+        gpu: tuner.name(),
+        copy_gbs: tuner.copy_gbs(),
+        date: today(),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        feature_names: Features::NAMES.iter().map(|s| s.to_string()).collect(),
+        variants: Vec::new(),
+        matrices: Vec::new(),
+    };
+    println!(
+        "collect: {} matrices x {} value type(s) on {} (copy {:.0} GB/s)",
+        corpus.len(),
+        values.len(),
+        ds.gpu,
+        ds.copy_gbs
+    );
+    let mut skipped = 0;
+    for (name, class, csr) in &corpus {
+        for &value in &values {
+            if t0.elapsed().as_secs_f64() > args.max_seconds {
+                skipped += 1;
+                continue;
+            }
+            let t1 = Instant::now();
+            let feats = Features::compute(csr);
+            let variants: Vec<Variant> = match args.from_policy {
+                Some(k) => policy
+                    .propose(&feats, value, k)
+                    .into_iter()
+                    .map(|p| p.variant)
+                    .collect(),
+                None => space.clone(),
+            };
+            let res = tuner
+                .sweep(&[csr], value, &variants, args.reps)
+                .map_err(|e| anyhow!("{name}: {e}"))?;
+            let mut results = Vec::new();
+            for (v, r) in &res {
+                let idx = match ds.variant_index(v) {
+                    Some(i) => i,
+                    None => {
+                        ds.variants.push(*v);
+                        ds.variants.len() - 1
+                    }
+                };
+                let s = &r[0];
+                results.push((
+                    idx,
+                    if s.correct { s.gbs } else { 0.0 },
+                    s.rel_err,
+                    s.correct,
+                ));
+            }
+            let rec = MatrixRecord {
+                name: name.clone(),
+                class: class.clone(),
+                value,
+                features: feats.to_vec().to_vec(),
+                results,
+            };
+            let wrong = rec.results.iter().filter(|r| !r.3).count();
+            println!(
+                "  {name:<28} {value} nnz {:>9}  best {:>7.0} GB/s  {} variants ({} wrong)  {:.1}s",
+                csr.nnz(),
+                rec.best_gbs(),
+                rec.results.len(),
+                wrong,
+                t1.elapsed().as_secs_f64()
+            );
+            ds.matrices.push(rec);
+        }
+    }
+    if let Some(base) = &args.append {
+        let mut merged = Dataset::read(base)?;
+        merged.command = format!("{} ; {}", merged.command, ds.command);
+        merged.merge(ds);
+        ds = merged;
+    }
+    ds.write(&args.out)?;
+    println!(
+        "collect: {} records, {} variants, {skipped} skipped for time, written to {} in {:.0} s",
+        ds.matrices.len(),
+        ds.variants.len(),
+        args.out.display(),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
