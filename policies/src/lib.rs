@@ -90,41 +90,59 @@ fn row_quantile(f: &Features, q: f64) -> f64 {
     pts[3].1
 }
 
+/// Lanes an H200-class GPU keeps busy at once (132 SMs x 2048 threads).
+const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
+
 /// The prior's estimate of the fraction of copy bandwidth a variant reaches.
 ///
-/// Row-mapped strategies with `L` lanes per row put `k = 32 / L` rows in a
-/// warp; a warp lasts as long as its longest row, estimated by the row
-/// length at quantile `1 - 1 / (k + 1)` (never below the mean), plus half a
-/// step of rounding. Efficiency = useful lane-steps / spent lane-steps:
-/// `m / (L * max(1, q_k / L + 0.5))` for mean row length `m`. A *tail*
-/// factor penalises one group working alone on the longest row while the
-/// rest of the GPU idles (`max_row / L` steps against `nnz / 2^18` steps of
-/// evenly spread work). Thread-per-row also pays a mild coalescing penalty,
-/// block-per-row wastes lanes on rows shorter than its block, and
-/// nnz-split (balanced by construction) pays a binary search and atomics at
-/// row ends (`0.8`, less with few items per thread on short rows).
+/// Time is counted in *steps* (one nonzero per lane). Perfectly spread, the
+/// matrix needs `w = nnz / 270k` steps. Each strategy has an efficiency `e`
+/// (useful lane-steps over spent lane-steps) and a critical path `c` (steps
+/// of the longest sequential piece); the estimate is `w / max(w / e, c, 1)`,
+/// so small matrices (latency-bound) score low for every variant and prefer
+/// short critical paths.
+///
+/// - Row-mapped with `L` lanes per row: a warp holds `k = 32 / L` rows and
+///   lasts as long as its longest, estimated by the row length at quantile
+///   `1 - 1/(k+1)` (at least the mean `m`) plus half a step of rounding:
+///   `e = m / (L max(1, q_k / L + 0.5))`; `c = max_row / L`. Thread-per-row
+///   also pays a mild coalescing penalty on long rows.
+/// - Block-per-row: `e = m / (B ceil(m / B))`, `c = max_row / B`.
+/// - nnz-split: balanced by construction, pays a binary search and atomics
+///   at row ends (`e = 0.8`, less with few items per thread on short rows);
+///   `c = items + log2(rows) / 8`.
+///
 /// Minor knobs (`__ldg`, block size, unroll) get small tie-breaking
 /// preferences. It is an estimate: the measured search has the last word.
 pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
     let m = f.mean_row.max(1e-9);
-    let spread_steps = (f.nnz / 262_144.0).max(1.0);
-    let row_mapped = |l: f64| {
-        let k = 32.0 / l;
-        let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
-        let eff = m / (l * (qk / l + 0.5).max(1.0));
-        let tail = (spread_steps / (f.max_row / l).max(1.0)).min(1.0);
-        eff * tail.powf(0.5)
-    };
-    let base = match v.strategy {
-        Strategy::ThreadPerRow => row_mapped(1.0) * (0.6 + 0.4 / (m / 8.0).max(1.0)),
-        Strategy::GroupPerRow => row_mapped(v.lanes as f64),
-        Strategy::BlockPerRow => (m / v.block as f64).min(1.0) * 0.95,
+    let w = (f.nnz / CONCURRENT_LANES).max(1e-9);
+    let (eff, critical) = match v.strategy {
+        Strategy::ThreadPerRow | Strategy::GroupPerRow => {
+            let l = if v.strategy == Strategy::ThreadPerRow {
+                1.0
+            } else {
+                v.lanes as f64
+            };
+            let k = 32.0 / l;
+            let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
+            let mut e = m / (l * (qk / l + 0.5).max(1.0));
+            if v.strategy == Strategy::ThreadPerRow {
+                e *= 0.6 + 0.4 / (m / 8.0).max(1.0);
+            }
+            (e, f.max_row / l)
+        }
+        Strategy::BlockPerRow => {
+            let b = v.block as f64;
+            (m / (b * (m / b).ceil().max(1.0)), f.max_row / b)
+        }
         Strategy::NnzSplit => {
             let items = v.items as f64;
             let atomics = 1.0 / (1.0 + 0.6 * (items / m).min(1.0) / items.sqrt());
-            0.8 * atomics
+            (0.8 * atomics, items + f.rows.max(2.0).log2() / 8.0)
         }
     };
+    let base = w / (w / eff.max(1e-9)).max(critical).max(1.0);
     let ldg = if v.ldg_x { 1.0 } else { 0.97 };
     let block = match v.block {
         256 => 1.0,

@@ -98,7 +98,9 @@ pub fn run(args: Args) -> Result<()> {
         tuner.arch(),
         desc.kernels.len()
     );
-    let mut lock = LockFile::read(&dir)?.unwrap_or_default();
+    let existing = LockFile::read(&dir)?;
+    let had_lock = existing.is_some();
+    let mut lock = existing.unwrap_or_default();
     let policy = default_policy();
     let mut outs = Vec::new();
     for (i, decl) in desc.kernels.iter().enumerate() {
@@ -206,6 +208,16 @@ pub fn run(args: Args) -> Result<()> {
         outs.push(k);
     }
     let lock_path = lock.write(&dir)?;
+    if !had_lock {
+        // Builds watch the lock file only once it exists: bump the manifest's
+        // modification time so the next `cargo build` notices the new file.
+        if let Ok(f) = std::fs::File::options()
+            .append(true)
+            .open(dir.join("Cargo.toml"))
+        {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
+    }
     std::fs::create_dir_all(&args.out)?;
     std::fs::copy(&lock_path, args.out.join(sparserl_build::LOCK_FILE))?;
     let report = serde_json::json!({

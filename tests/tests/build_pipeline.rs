@@ -1,0 +1,256 @@
+//! The build pipeline on a throwaway crate: generation, persistent cache,
+//! OUT_DIR refill, corruption repair, lock files, and bad input.
+
+use sparserl_build::{Builder, CacheStatus, LockEntry, LockFile, Mode, Output};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/matrices")
+}
+
+/// Whether NVRTC must be found (CI provisions it and sets this).
+fn require_cuda() -> bool {
+    std::env::var("SPARSERL_REQUIRE_CUDA").is_ok_and(|v| v == "1")
+}
+
+fn throwaway_crate(dir: &Path) {
+    fs::create_dir_all(dir.join("data")).unwrap();
+    fs::copy(fixtures().join("lp_e226.mtx"), dir.join("data/lp_e226.mtx")).unwrap();
+    fs::write(
+        dir.join("Cargo.toml"),
+        r#"[package]
+name = "throwaway"
+version = "0.1.0"
+edition = "2024"
+
+[package.metadata.sparserl]
+budget-seconds = 5
+
+[[package.metadata.sparserl.kernel]]
+name = "grid"
+op = "spmv"
+value = "f32"
+pattern = { kind = "stencil", grid = [64, 64], points = 5 }
+
+[[package.metadata.sparserl.kernel]]
+name = "lp"
+op = "spmv"
+value = "f64"
+pattern = { kind = "matrix-market", path = "data/lp_e226.mtx" }
+
+[[package.metadata.sparserl.kernel]]
+name = "graph"
+op = "spmv"
+value = "f32"
+pattern = { kind = "power-law", rows = 5000, avg-degree = 6, exponent = 2.0 }
+"#,
+    )
+    .unwrap();
+}
+
+fn builder(dir: &Path, out: &Path, cache: &Path) -> Builder {
+    let mut b = Builder::new(dir, out);
+    b.output(Output::Quiet)
+        .mode(Mode::Policy)
+        .cache_dir(Some(cache.to_path_buf()));
+    b
+}
+
+#[test]
+fn generates_caches_and_refills_out_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, out, cache) = (
+        tmp.path().join("crate"),
+        tmp.path().join("out"),
+        tmp.path().join("cache"),
+    );
+    throwaway_crate(&dir);
+
+    let first = builder(&dir, &out, &cache).try_run().unwrap();
+    assert_eq!(first.kernels.len(), 3);
+    let module = fs::read_to_string(&first.module).unwrap();
+    for ty in [
+        "pub struct Grid;",
+        "pub struct Lp;",
+        "pub struct Graph;",
+        "ALL_KERNELS",
+    ] {
+        assert!(module.contains(ty), "module lacks {ty}");
+    }
+    for k in &first.kernels {
+        assert_eq!(k.cache, CacheStatus::Miss);
+        assert!(k.source_path.exists());
+        assert!(
+            fs::read_to_string(&k.source_path)
+                .unwrap()
+                .contains(&k.entry.entry)
+        );
+        if require_cuda() {
+            let ptx = k
+                .ptx_path
+                .as_ref()
+                .expect("PTX must be generated when NVRTC is present");
+            assert!(fs::read_to_string(ptx).unwrap().contains(&k.entry.entry));
+        }
+        assert_eq!(k.entry.provenance, "policy");
+    }
+
+    // Nothing changed: every kernel is a cache hit, outputs identical.
+    let second = builder(&dir, &out, &cache).try_run().unwrap();
+    assert!(second.kernels.iter().all(|k| k.cache == CacheStatus::Hit));
+    assert_eq!(fs::read_to_string(&second.module).unwrap(), module);
+
+    // OUT_DIR deleted (e.g. `cargo clean -p`): refilled from the persistent
+    // cache without generating or compiling again.
+    fs::remove_dir_all(&out).unwrap();
+    let third = builder(&dir, &out, &cache).try_run().unwrap();
+    assert!(third.kernels.iter().all(|k| k.cache == CacheStatus::Hit));
+    assert_eq!(fs::read_to_string(&third.module).unwrap(), module);
+    for (a, b) in first.kernels.iter().zip(&third.kernels) {
+        assert_eq!(
+            fs::read(&a.source_path).unwrap(),
+            fs::read(&b.source_path).unwrap()
+        );
+    }
+
+    // A changed sample file changes the key of that kernel only.
+    let mtx = dir.join("data/lp_e226.mtx");
+    let mut text = fs::read_to_string(&mtx).unwrap();
+    text.push_str("% trailing comment\n");
+    fs::write(&mtx, text).unwrap();
+    let fourth = builder(&dir, &out, &cache).try_run().unwrap();
+    let status: Vec<_> = fourth
+        .kernels
+        .iter()
+        .map(|k| (k.name.as_str(), k.cache))
+        .collect();
+    assert_eq!(
+        status,
+        vec![
+            ("grid", CacheStatus::Hit),
+            ("lp", CacheStatus::Miss),
+            ("graph", CacheStatus::Hit)
+        ]
+    );
+}
+
+#[test]
+fn corrupted_cache_entries_are_regenerated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, out, cache) = (
+        tmp.path().join("crate"),
+        tmp.path().join("out"),
+        tmp.path().join("cache"),
+    );
+    throwaway_crate(&dir);
+    let first = builder(&dir, &out, &cache).try_run().unwrap();
+    for k in &first.kernels {
+        let p = cache.join(format!("{}.json", k.key));
+        let bytes = fs::read(&p).unwrap();
+        fs::write(&p, &bytes[..bytes.len() / 2]).unwrap(); // truncated
+    }
+    let second = builder(&dir, &out, &cache).try_run().unwrap();
+    assert!(second.kernels.iter().all(|k| k.cache == CacheStatus::Miss));
+    let third = builder(&dir, &out, &cache).try_run().unwrap();
+    assert!(third.kernels.iter().all(|k| k.cache == CacheStatus::Hit));
+}
+
+#[test]
+fn concurrent_builds_share_a_cache_safely() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, cache) = (tmp.path().join("crate"), tmp.path().join("cache"));
+    throwaway_crate(&dir);
+    std::thread::scope(|s| {
+        for i in 0..3 {
+            let (dir, cache) = (&dir, &cache);
+            let out = tmp.path().join(format!("out{i}"));
+            s.spawn(move || builder(dir, &out, cache).try_run().unwrap());
+        }
+    });
+    let r = builder(&dir, &tmp.path().join("out-final"), &cache)
+        .try_run()
+        .unwrap();
+    assert!(r.kernels.iter().all(|k| k.cache == CacheStatus::Hit));
+}
+
+#[test]
+fn fresh_lock_entries_win_and_stale_ones_are_ignored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, out, cache) = (
+        tmp.path().join("crate"),
+        tmp.path().join("out"),
+        tmp.path().join("cache"),
+    );
+    throwaway_crate(&dir);
+    let desc = sparserl_build::read_descriptor(&dir.join("Cargo.toml")).unwrap();
+    let locked = sparserl_rt::Variant {
+        lanes: 4,
+        ..sparserl_rt::Variant::of(sparserl_rt::Strategy::GroupPerRow)
+    };
+    let mut lock = LockFile::default();
+    lock.upsert(LockEntry {
+        name: "grid".into(),
+        value: sparserl_rt::ValueType::F32,
+        descriptor: sparserl_build::builder::descriptor_fingerprint(&desc, 0).unwrap(),
+        generator: sparserl_build::codegen::generator_fingerprint(),
+        gpu: "test".into(),
+        gbs: 1000.0,
+        pct_copy: 25.0,
+        candidates: 10,
+        variant: locked,
+    });
+    lock.upsert(LockEntry {
+        name: "lp".into(),
+        value: sparserl_rt::ValueType::F64,
+        descriptor: "stale".into(),
+        generator: sparserl_build::codegen::generator_fingerprint(),
+        gpu: "test".into(),
+        gbs: 1000.0,
+        pct_copy: 25.0,
+        candidates: 10,
+        variant: locked,
+    });
+    lock.write(&dir).unwrap();
+    // Off mode: lock file or fallback, never the policy.
+    let r = builder(&dir, &out, &cache)
+        .mode(Mode::Off)
+        .try_run()
+        .unwrap();
+    assert_eq!(r.kernels[0].entry.variant, locked);
+    assert_eq!(r.kernels[0].entry.provenance, "lock-file");
+    assert_eq!(r.kernels[1].entry.provenance, "fallback");
+    assert_eq!(r.kernels[1].entry.variant, sparserl_rt::Variant::FALLBACK);
+    // Same bytes every time from the lock file.
+    let again = builder(&dir, &tmp.path().join("out2"), &tmp.path().join("cache2"))
+        .mode(Mode::Off)
+        .try_run()
+        .unwrap();
+    assert_eq!(
+        fs::read(&r.kernels[0].source_path).unwrap(),
+        fs::read(&again.kernels[0].source_path).unwrap()
+    );
+}
+
+#[test]
+fn bad_descriptor_is_one_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("crate");
+    throwaway_crate(&dir);
+    let manifest = dir.join("Cargo.toml");
+    let text = fs::read_to_string(&manifest).unwrap().replace(
+        "op = \"spmv\"\nvalue = \"f64\"",
+        "op = \"spmvv\"\nvalue = \"f64\"",
+    );
+    fs::write(&manifest, text).unwrap();
+    let err = builder(&dir, &tmp.path().join("out"), &tmp.path().join("c"))
+        .try_run()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("package.metadata.sparserl.kernel[1].op"),
+        "{err}"
+    );
+    assert!(err.contains("\"spmv\""), "{err}");
+    assert!(err.contains("Cargo.toml"), "{err}");
+}

@@ -1,0 +1,121 @@
+//! A real `cargo build` of a throwaway crate that uses sparserl-build from its
+//! build script and includes the generated module: the user's path, end to end.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+fn write_crate(dir: &Path, kernels: &str) {
+    fs::create_dir_all(dir.join("src")).unwrap();
+    let ws = workspace().display().to_string().replace('\\', "/");
+    fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            r#"[package]
+name = "throwaway-user"
+version = "0.1.0"
+edition = "2024"
+
+[workspace]
+
+[dependencies]
+sparserl-rt = {{ path = "{ws}/sparserl-rt" }}
+
+[build-dependencies]
+sparserl-build = {{ path = "{ws}/sparserl-build" }}
+
+[package.metadata.sparserl]
+{kernels}
+"#
+        ),
+    )
+    .unwrap();
+    fs::write(
+        dir.join("build.rs"),
+        "fn main() {\n    sparserl_build::build();\n}\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("src/main.rs"),
+        r#"mod kernels {
+    include!(concat!(env!("OUT_DIR"), "/sparserl_kernels.rs"));
+}
+use sparserl_rt::SpmvKernel;
+fn main() {
+    for k in kernels::ALL_KERNELS {
+        println!("{} {} {}", k.name, k.value, k.variant.id());
+    }
+    println!("type {}", kernels::Ring.spec().name);
+}
+"#,
+    )
+    .unwrap();
+}
+
+fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    Command::new(cargo)
+        .args(args)
+        .current_dir(dir)
+        // A separate target dir: the outer test run holds the workspace's.
+        .env("CARGO_TARGET_DIR", workspace().join("target/throwaway"))
+        .env("SPARSERL_MODE", "policy")
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo runs")
+}
+
+#[test]
+fn a_user_crate_builds_and_runs_with_generated_kernels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("user");
+    write_crate(
+        &dir,
+        r#"[[package.metadata.sparserl.kernel]]
+name = "ring"
+op = "spmv"
+value = "f64"
+pattern = { kind = "banded", rows = 2000, bandwidth = 2, avg-degree = 3 }
+"#,
+    );
+    let out = cargo(&dir, &["run", "--quiet"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "build failed:\n{stderr}");
+    assert!(stdout.contains("ring f64 "), "{stdout}");
+    assert!(stdout.contains("type ring"), "{stdout}");
+
+    // Second build with nothing changed: cargo does not rerun the build script.
+    let again = cargo(&dir, &["build", "-v"]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(stderr.contains("Fresh throwaway-user"), "{stderr}");
+}
+
+#[test]
+fn a_bad_descriptor_fails_the_build_with_the_key_path_and_no_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("user");
+    write_crate(
+        &dir,
+        r#"[[package.metadata.sparserl.kernel]]
+name = "ring"
+op = "spmv"
+value = "f16"
+pattern = { kind = "banded", rows = 2000, bandwidth = 2, avg-degree = 3 }
+"#,
+    );
+    let out = cargo(&dir, &["build", "--quiet"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("package.metadata.sparserl.kernel[0].value"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\"f32\""), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
