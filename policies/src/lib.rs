@@ -28,7 +28,7 @@ pub mod dataset;
 use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
 
 /// Version of the policy code and weights; part of every cache key.
-pub const POLICY_VERSION: &str = "prior-1";
+pub const POLICY_VERSION: &str = "prior-2";
 
 /// One proposal: a variant and the policy's predicted normalised reward in
 /// (0, 1] (1 = the copy-bandwidth roofline). It is an estimate, not a measurement.
