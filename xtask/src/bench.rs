@@ -1,0 +1,2121 @@
+//! `cargo xtask bench`: side-by-side SpMV benchmark on one GPU, in one process.
+//!
+//! For every matrix and value type it measures, all the same way (correctness
+//! against the float64 reference first, then per-launch CUDA-event timing,
+//! medians):
+//!
+//! - **ours**: the variant the product ships, found by the measured search
+//!   (`GpuTuner::tune`) from the default policy's proposals;
+//! - **cuSPARSE**: `cusparseSpMV` with every CSR algorithm it offers
+//!   (descriptors and buffers created once), the best one kept and named;
+//! - **template**: the fixed rule of hand-written libraries (`template_rule`);
+//! - **oracle**: the best of our design space (exhaustive sweep of
+//!   `core_space()` with few repetitions, finalists and ours re-measured);
+//!
+//! plus per-call latency (back to back and CUDA-graph replay) for the real
+//! matrices, and the device copy bandwidth as the roofline. Writes
+//! `spmv-h200.json`, `spmv-h200.md`, `spmv-h200.svg` and the sweep as a
+//! training dataset.
+
+use crate::common;
+use crate::cusparse::{self, Alg, CusparseSpmv};
+use anyhow::{Context, Result, anyhow, bail};
+use cudarc::driver::{CudaFunction, CudaSlice, sys as dsys};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use sparserl_build::SearchConfig;
+use sparserl_build::gpu::GpuTuner;
+use sparserl_policies::{default_policy, template_rule};
+use sparserl_rt::measure::rel_err;
+use sparserl_rt::{
+    Bench, Csr, Features, Gpu, MeasureOptions, Measurement, Scalar, ValueType, Variant, core_space,
+    launch_variant, tolerance,
+};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Which matrices to benchmark.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuiteArg {
+    /// Large synthetic matrices (well over L2).
+    Large,
+    /// Real matrices from `--matrices`.
+    Real,
+    /// Both.
+    All,
+}
+
+/// Which value types to benchmark.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueArg {
+    /// 32-bit floats.
+    F32,
+    /// 64-bit floats.
+    F64,
+    /// Both.
+    Both,
+}
+
+impl ValueArg {
+    fn types(self) -> Vec<ValueType> {
+        match self {
+            ValueArg::F32 => vec![ValueType::F32],
+            ValueArg::F64 => vec![ValueType::F64],
+            ValueArg::Both => vec![ValueType::F32, ValueType::F64],
+        }
+    }
+}
+
+/// Arguments of `cargo xtask bench`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Matrix suite.
+    #[arg(long, value_enum, default_value = "all")]
+    pub suite: SuiteArg,
+    /// Value types for the real matrices.
+    #[arg(long, value_enum, default_value = "both")]
+    pub value: ValueArg,
+    /// Value types for the large synthetic matrices.
+    #[arg(long = "large-value", value_enum, default_value = "f32")]
+    pub large_value: ValueArg,
+    /// Directory of real Matrix Market matrices (default `.device/matrices`,
+    /// else `tests/fixtures/matrices`).
+    #[arg(long)]
+    pub matrices: Option<PathBuf>,
+    /// Output directory.
+    #[arg(long, default_value = "target/bench")]
+    pub out: PathBuf,
+    /// Search budget in seconds per large matrix.
+    #[arg(long, default_value_t = 6.0)]
+    pub budget_large: f64,
+    /// Search budget in seconds per real matrix.
+    #[arg(long, default_value_t = 2.0)]
+    pub budget_real: f64,
+    /// Small synthetic sizes, for a smoke run.
+    #[arg(long)]
+    pub quick: bool,
+    /// Total time guard in seconds: matrices not started by then are skipped
+    /// (and recorded as skipped).
+    #[arg(long, default_value_t = 480.0)]
+    pub max_seconds: f64,
+    /// Where to write the sweep dataset (default `<out>/sweep.json.gz`;
+    /// gzip-compressed when the name ends in `.gz`).
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// Timed repetitions per variant in the oracle sweep.
+    #[arg(long, default_value_t = 10)]
+    pub sweep_reps: u32,
+    /// Timed repetitions for the finalists (ours, template, oracle, cuSPARSE).
+    #[arg(long, default_value_t = 50)]
+    pub reps: u32,
+}
+
+// ---------------------------------------------------------------------------
+// Large synthetic suite
+// ---------------------------------------------------------------------------
+
+/// How a large synthetic matrix is generated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gen {
+    /// `synth::uniform`.
+    Uniform {
+        /// rows
+        rows: usize,
+        /// columns
+        cols: usize,
+        /// mean nonzeros per row
+        avg: f64,
+    },
+    /// `synth::power_law` (square).
+    PowerLaw {
+        /// rows
+        rows: usize,
+        /// mean nonzeros per row
+        avg: f64,
+        /// Pareto exponent
+        exponent: f64,
+    },
+    /// `synth::stencil`.
+    Stencil {
+        /// grid dimensions
+        grid: Vec<usize>,
+        /// stencil points
+        points: usize,
+    },
+    /// `synth::banded`.
+    Banded {
+        /// rows
+        rows: usize,
+        /// half bandwidth
+        bandwidth: usize,
+        /// mean nonzeros per row
+        avg: f64,
+    },
+    /// Square; row `r` has `2 + r % 5` random nonzeros, except `huge` evenly
+    /// spread rows with `huge_len` nonzeros each.
+    Skewed {
+        /// rows
+        rows: usize,
+        /// number of huge rows
+        huge: usize,
+        /// nonzeros of a huge row
+        huge_len: usize,
+    },
+}
+
+/// One matrix of the large suite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LargeSpec {
+    /// Name in reports.
+    pub name: &'static str,
+    /// Structure class.
+    pub class: &'static str,
+    /// Generator.
+    pub gen_: Gen,
+}
+
+fn skewed_is_huge(r: usize, rows: usize, huge: usize) -> bool {
+    let every = (rows / huge.max(1)).max(1);
+    r % every == every / 2 && r / every < huge
+}
+
+impl LargeSpec {
+    /// Nonzeros, computed from the parameters without generating (exact for
+    /// stencils, the expectation for random generators).
+    pub fn expected_nnz(&self) -> u64 {
+        match &self.gen_ {
+            Gen::Uniform { rows, avg, .. }
+            | Gen::PowerLaw { rows, avg, .. }
+            | Gen::Banded { rows, avg, .. } => (*rows as f64 * avg).round() as u64,
+            Gen::Stencil { grid, points } => {
+                let n: Vec<u64> = if grid.len() == 2 {
+                    vec![1, grid[0] as u64, grid[1] as u64]
+                } else {
+                    grid.iter().map(|&g| g as u64).collect()
+                };
+                let size: u64 = n.iter().product();
+                if *points == 9 || *points == 27 {
+                    n.iter().map(|&x| 3 * x - 2).product()
+                } else {
+                    size + n.iter().map(|&x| 2 * (x - 1) * (size / x)).sum::<u64>()
+                }
+            }
+            Gen::Skewed {
+                rows,
+                huge,
+                huge_len,
+            } => {
+                // Short rows cycle through 2..=6 nonzeros.
+                (0..*rows)
+                    .map(|r| {
+                        if skewed_is_huge(r, *rows, *huge) {
+                            *huge_len as u64
+                        } else {
+                            2 + (r % 5) as u64
+                        }
+                    })
+                    .sum()
+            }
+        }
+    }
+
+    /// Generates the matrix (deterministic for a seed).
+    pub fn build(&self, seed: u64) -> Result<Csr> {
+        use sparserl_rt::synth;
+        let csr = match &self.gen_ {
+            Gen::Uniform { rows, cols, avg } => synth::uniform(*rows, *cols, *avg, seed)?,
+            Gen::PowerLaw {
+                rows,
+                avg,
+                exponent,
+            } => synth::power_law(*rows, *avg, *exponent, seed)?,
+            Gen::Stencil { grid, points } => synth::stencil(grid, *points)?,
+            Gen::Banded {
+                rows,
+                bandwidth,
+                avg,
+            } => synth::banded(*rows, *bandwidth, *avg, seed)?,
+            Gen::Skewed {
+                rows,
+                huge,
+                huge_len,
+            } => skewed(*rows, *huge, *huge_len, seed)?,
+        };
+        Ok(csr)
+    }
+}
+
+/// The skewed generator of [`Gen::Skewed`].
+fn skewed(rows: usize, huge: usize, huge_len: usize, seed: u64) -> Result<Csr> {
+    let cols = rows;
+    anyhow::ensure!(huge_len <= cols && rows >= 8, "skewed matrix too small");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let cap = rows * 4 + huge * huge_len;
+    let mut indptr = Vec::with_capacity(rows + 1);
+    let mut indices: Vec<u32> = Vec::with_capacity(cap);
+    let mut values: Vec<f64> = Vec::with_capacity(cap);
+    indptr.push(0u32);
+    let step = cols / huge_len.max(1);
+    for r in 0..rows {
+        if skewed_is_huge(r, rows, huge) {
+            for j in 0..huge_len {
+                indices.push((j * step + rng.random_range(0..step.max(1))) as u32);
+            }
+        } else {
+            let start = indices.len();
+            for _ in 0..2 + r % 5 {
+                indices.push(rng.random_range(0..cols) as u32);
+            }
+            indices[start..].sort_unstable();
+            let mut kept = start;
+            for i in start..indices.len() {
+                if i == start || indices[i] != indices[kept - 1] {
+                    indices[kept] = indices[i];
+                    kept += 1;
+                }
+            }
+            indices.truncate(kept);
+        }
+        while values.len() < indices.len() {
+            values.push(rng.random_range(-1.0..1.0));
+        }
+        indptr.push(u32::try_from(indices.len()).context("skewed matrix too large")?);
+    }
+    Ok(Csr::try_new(rows, cols, indptr, indices, values)?)
+}
+
+/// The large synthetic suite: every matrix 20-110 M nonzeros (about 1/64 of
+/// that with `quick`).
+pub fn large_suite(quick: bool) -> Vec<LargeSpec> {
+    let d = if quick { 64 } else { 1 };
+    let (g2, g3) = if quick { (8, 4) } else { (1, 1) };
+    vec![
+        LargeSpec {
+            name: "uniform-random",
+            class: "uniform",
+            gen_: Gen::Uniform {
+                rows: 4_000_000 / d,
+                cols: 4_000_000 / d,
+                avg: 12.0,
+            },
+        },
+        LargeSpec {
+            name: "power-law",
+            class: "power-law",
+            gen_: Gen::PowerLaw {
+                rows: 4_000_000 / d,
+                avg: 10.0,
+                exponent: 2.5,
+            },
+        },
+        LargeSpec {
+            name: "stencil-2d-5pt",
+            class: "stencil",
+            gen_: Gen::Stencil {
+                grid: vec![3000 / g2, 3000 / g2],
+                points: 5,
+            },
+        },
+        LargeSpec {
+            name: "stencil-3d-27pt",
+            class: "stencil",
+            gen_: Gen::Stencil {
+                grid: vec![130 / g3, 130 / g3, 130 / g3],
+                points: 27,
+            },
+        },
+        LargeSpec {
+            name: "banded",
+            class: "banded",
+            gen_: Gen::Banded {
+                rows: 4_000_000 / d,
+                bandwidth: 100,
+                avg: 16.0,
+            },
+        },
+        LargeSpec {
+            name: "short-rows",
+            class: "short-rows",
+            gen_: Gen::Uniform {
+                rows: 16_000_000 / d,
+                cols: 16_000_000 / d,
+                avg: 2.0,
+            },
+        },
+        LargeSpec {
+            name: "long-rows",
+            class: "long-rows",
+            gen_: Gen::Uniform {
+                rows: 10_000 / d,
+                cols: 2_000_000 / (d / 8).max(1),
+                avg: 4000.0,
+            },
+        },
+        LargeSpec {
+            name: "skewed-huge-rows",
+            class: "skewed",
+            gen_: Gen::Skewed {
+                rows: 8_000_000 / d,
+                huge: 8,
+                huge_len: 1_000_000 / d,
+            },
+        },
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// Report types
+// ---------------------------------------------------------------------------
+
+/// One cuSPARSE algorithm's outcome.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AlgResult {
+    /// Enumerator name.
+    pub alg: String,
+    /// Passed the correctness check.
+    pub correct: bool,
+    /// Relative error of the check.
+    pub rel_err: Option<f64>,
+    /// Effective bandwidth, GB/s.
+    pub gbs: Option<f64>,
+    /// Median microseconds per SpMV.
+    pub median_us: Option<f64>,
+    /// Why it failed or anything notable.
+    pub error: Option<String>,
+}
+
+/// One matrix and value type.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Row {
+    /// Matrix name.
+    pub matrix: String,
+    /// Structure class.
+    pub class: String,
+    /// Nonzeros.
+    pub nnz: usize,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// `f32` / `f64`.
+    pub value: String,
+    /// Our tuned kernel, GB/s (null when it failed).
+    pub ours_gbs: Option<f64>,
+    /// Best cuSPARSE algorithm, GB/s (null when every algorithm failed).
+    pub cusparse_gbs: Option<f64>,
+    /// Best cuSPARSE algorithm.
+    pub cusparse_alg: Option<String>,
+    /// Template rule, GB/s.
+    pub template_gbs: Option<f64>,
+    /// Best of our design space, GB/s.
+    pub oracle_gbs: Option<f64>,
+    /// ours / cuSPARSE.
+    pub speedup_vs_cusparse: Option<f64>,
+    /// ours / copy bandwidth, percent.
+    pub pct_copy: Option<f64>,
+    /// Our chosen variant.
+    pub variant: Option<String>,
+    /// `large` / `real`.
+    pub suite: String,
+    /// Our back-to-back microseconds per call (real matrices).
+    pub ours_latency_us: Option<f64>,
+    /// Our CUDA-graph replay microseconds per call (real matrices).
+    pub ours_graph_us: Option<f64>,
+    /// cuSPARSE back-to-back microseconds per call (real matrices).
+    pub cusparse_latency_us: Option<f64>,
+    /// cuSPARSE CUDA-graph replay microseconds per call (null if capture failed).
+    pub cusparse_graph_us: Option<f64>,
+    /// Device bytes of our chosen layout.
+    pub device_bytes: usize,
+    /// Device bytes of plain CSR (32-bit indices).
+    pub csr_bytes: usize,
+    /// Distinct candidates our search measured.
+    pub search_candidates: usize,
+    /// Seconds our search spent.
+    pub search_seconds: f64,
+    /// Template variant.
+    pub template_variant: Option<String>,
+    /// Oracle variant.
+    pub oracle_variant: Option<String>,
+    /// Our relative error.
+    pub ours_rel_err: Option<f64>,
+    /// Why ours failed (search or correctness), if it did.
+    pub ours_error: Option<String>,
+    /// Why cuSPARSE failed, if every algorithm did.
+    pub cusparse_error: Option<String>,
+    /// Every cuSPARSE algorithm tried.
+    pub cusparse_algs: Vec<AlgResult>,
+    /// Variants of the oracle sweep that passed the check / were measured.
+    pub sweep_correct: usize,
+    /// Anything else worth knowing (graph capture failures, ...).
+    pub notes: Vec<String>,
+    /// Seconds this row took.
+    pub seconds: f64,
+}
+
+/// A matrix that was not benchmarked, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Skipped {
+    /// Matrix name.
+    pub matrix: String,
+    /// `large` / `real`.
+    pub suite: String,
+    /// Value types not run.
+    pub value: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Summary over a set of rows.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SummaryPart {
+    /// Geometric mean of ours / cuSPARSE GB/s over large matrices.
+    pub geomean_speedup_large: Option<f64>,
+    /// Same over real matrices.
+    pub geomean_speedup_real: Option<f64>,
+    /// Geometric mean of cuSPARSE / ours back-to-back latency over real matrices.
+    pub geomean_speedup_real_latency: Option<f64>,
+    /// Geometric mean of cuSPARSE / ours graph-replay latency over real matrices.
+    pub geomean_speedup_real_graph: Option<f64>,
+    /// Smallest ours / cuSPARSE.
+    pub min_speedup: Option<f64>,
+    /// Where the smallest speedup occurs (`name (value)`).
+    pub min_speedup_matrix: Option<String>,
+    /// Geometric mean of ours / template GB/s.
+    pub geomean_ours_vs_template: Option<f64>,
+    /// Geometric mean of ours / oracle GB/s.
+    pub geomean_ours_vs_oracle: Option<f64>,
+    /// Rows summarized.
+    pub rows: usize,
+    /// Rows where our kernel failed.
+    pub ours_failures: usize,
+    /// Rows where every cuSPARSE algorithm failed.
+    pub cusparse_failures: usize,
+}
+
+/// The summary: over all rows, then per value type.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    /// Over all rows.
+    #[serde(flatten)]
+    pub all: SummaryPart,
+    /// Over `f32` rows.
+    pub f32: SummaryPart,
+    /// Over `f64` rows.
+    pub f64: SummaryPart,
+    /// Matrices skipped.
+    pub skipped: usize,
+}
+
+/// The whole report (`spmv-h200.json`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    /// Device name.
+    pub gpu: String,
+    /// Driver version.
+    pub driver: String,
+    /// Date, YYYY-MM-DD.
+    pub date: String,
+    /// The exact command.
+    pub command: String,
+    /// Device copy bandwidth, GB/s.
+    pub copy_gbs: f64,
+    /// One row per matrix and value type.
+    pub rows: Vec<Row>,
+    /// Summary.
+    pub summary: Summary,
+    /// Matrices skipped (time guard, unreadable, empty).
+    pub skipped: Vec<Skipped>,
+    /// Whether `cusparseSpMV_preprocess` was used.
+    pub cusparse_preprocess: bool,
+    /// Total seconds.
+    pub elapsed_seconds: f64,
+    /// Search budgets (large, real), seconds.
+    pub budgets: [f64; 2],
+    /// Small smoke-run sizes.
+    pub quick: bool,
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if a.is_finite() && b.is_finite() && a > 0.0 && b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+fn gm(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        None
+    } else {
+        Some(common::geomean(xs))
+    }
+}
+
+/// Summary of `rows` (any mix of suites and value types).
+pub fn summarize_part<'a>(rows: impl Iterator<Item = &'a Row>) -> SummaryPart {
+    let rows: Vec<&Row> = rows.collect();
+    let speed = |suite: &str| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r.suite == suite)
+            .filter_map(|r| ratio(r.ours_gbs, r.cusparse_gbs))
+            .collect()
+    };
+    let lat: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.suite == "real")
+        .filter_map(|r| ratio(r.cusparse_latency_us, r.ours_latency_us))
+        .collect();
+    let graph: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.suite == "real")
+        .filter_map(|r| ratio(r.cusparse_graph_us, r.ours_graph_us))
+        .collect();
+    let min = rows
+        .iter()
+        .filter_map(|r| ratio(r.ours_gbs, r.cusparse_gbs).map(|s| (s, *r)))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let tmpl: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| ratio(r.ours_gbs, r.template_gbs))
+        .collect();
+    let orac: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| ratio(r.ours_gbs, r.oracle_gbs))
+        .collect();
+    SummaryPart {
+        geomean_speedup_large: gm(&speed("large")),
+        geomean_speedup_real: gm(&speed("real")),
+        geomean_speedup_real_latency: gm(&lat),
+        geomean_speedup_real_graph: gm(&graph),
+        min_speedup: min.map(|m| m.0),
+        min_speedup_matrix: min.map(|m| format!("{} ({})", m.1.matrix, m.1.value)),
+        geomean_ours_vs_template: gm(&tmpl),
+        geomean_ours_vs_oracle: gm(&orac),
+        rows: rows.len(),
+        ours_failures: rows.iter().filter(|r| r.ours_gbs.is_none()).count(),
+        cusparse_failures: rows.iter().filter(|r| r.cusparse_gbs.is_none()).count(),
+    }
+}
+
+/// The full summary of a report's rows.
+pub fn summarize(rows: &[Row], skipped: usize) -> Summary {
+    Summary {
+        all: summarize_part(rows.iter()),
+        f32: summarize_part(rows.iter().filter(|r| r.value == "f32")),
+        f64: summarize_part(rows.iter().filter(|r| r.value == "f64")),
+        skipped,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Rendering
+// ---------------------------------------------------------------------------
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "-".to_string(),
+    }
+}
+
+fn fmt_x(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.2}x"),
+        _ => "-".to_string(),
+    }
+}
+
+fn fmt_nnz(n: usize) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else if n >= 1_000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+fn short_alg(a: &str) -> &str {
+    a.strip_prefix("CUSPARSE_SPMV_").unwrap_or(a)
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn summary_bullets(out: &mut String, label: &str, s: &SummaryPart) {
+    let _ = writeln!(
+        out,
+        "- {label}: speedup vs cuSPARSE (geomean) large **{}**, real {}; \
+         real per-call latency {} (back to back), {} (graph replay); \
+         min speedup {} on {}; ours vs template {}; ours vs oracle {}; \
+         {} rows, ours failed {}, cuSPARSE failed {}",
+        fmt_x(s.geomean_speedup_large),
+        fmt_x(s.geomean_speedup_real),
+        fmt_x(s.geomean_speedup_real_latency),
+        fmt_x(s.geomean_speedup_real_graph),
+        fmt_x(s.min_speedup),
+        s.min_speedup_matrix.as_deref().unwrap_or("-"),
+        fmt_x(s.geomean_ours_vs_template),
+        fmt_x(s.geomean_ours_vs_oracle),
+        s.rows,
+        s.ours_failures,
+        s.cusparse_failures,
+    );
+}
+
+/// The summary part of the markdown report.
+pub fn render_summary_md(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## Summary\n");
+    for (label, part) in [
+        ("all", &r.summary.all),
+        ("f32", &r.summary.f32),
+        ("f64", &r.summary.f64),
+    ] {
+        if part.rows > 0 {
+            summary_bullets(&mut out, label, part);
+        }
+    }
+    if r.summary.skipped > 0 {
+        let _ = writeln!(out, "- skipped: {} (see below)", r.summary.skipped);
+    }
+    out
+}
+
+/// The markdown report (`spmv-h200.md`).
+pub fn render_markdown(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# SpMV benchmark: SparseRL vs cuSPARSE\n");
+    let _ = writeln!(out, "- GPU: {}", r.gpu);
+    let _ = writeln!(out, "- Driver: {}", r.driver);
+    let _ = writeln!(out, "- Date: {}", r.date);
+    let _ = writeln!(out, "- Command: `{}`", r.command);
+    let _ = writeln!(out, "- Copy bandwidth: {:.0} GB/s", r.copy_gbs);
+    let _ = writeln!(
+        out,
+        "- Search budget: {} s per large matrix, {} s per real matrix; cuSPARSE preprocess: {}; \
+         total {:.0} s{}",
+        r.budgets[0],
+        r.budgets[1],
+        if r.cusparse_preprocess { "yes" } else { "no" },
+        r.elapsed_seconds,
+        if r.quick { " (quick sizes)" } else { "" }
+    );
+    let _ = writeln!(
+        out,
+        "\nGB/s = compulsory bytes (values, indices, row pointers, x, y once) / median time. \
+         Speedup = ours / best cuSPARSE algorithm. Every kernel was checked against a float64 \
+         reference before timing; `FAIL` marks a failed check.\n"
+    );
+    out.push_str(&render_summary_md(r));
+    for suite in ["large", "real"] {
+        for value in ["f32", "f64"] {
+            let rows: Vec<&Row> = r
+                .rows
+                .iter()
+                .filter(|x| x.suite == suite && x.value == value)
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let real = suite == "real";
+            let _ = writeln!(out, "\n## {suite} matrices, {value}\n");
+            let mut head = String::from(
+                "| matrix | class | nnz | ours GB/s | cuSPARSE GB/s (alg) | template GB/s | \
+                 oracle GB/s | speedup | % copy | variant |",
+            );
+            let mut sep = String::from("|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+            if real {
+                head += " ours us | ours graph us | cuSPARSE us | cuSPARSE graph us |";
+                sep += "---:|---:|---:|---:|";
+            }
+            let _ = writeln!(out, "{head}\n{sep}");
+            for x in rows {
+                let ours = match (x.ours_gbs, &x.ours_error) {
+                    (Some(g), _) => format!("{g:.0}"),
+                    (None, e) => format!("FAIL ({})", md_cell(e.as_deref().unwrap_or("?"))),
+                };
+                let cus = match (x.cusparse_gbs, &x.cusparse_alg) {
+                    (Some(g), Some(a)) => format!("{g:.0} ({})", short_alg(a)),
+                    (Some(g), None) => format!("{g:.0}"),
+                    (None, _) => format!(
+                        "FAIL ({})",
+                        md_cell(x.cusparse_error.as_deref().unwrap_or("?"))
+                    ),
+                };
+                let _ = write!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    md_cell(&x.matrix),
+                    md_cell(&x.class),
+                    fmt_nnz(x.nnz),
+                    ours,
+                    cus,
+                    fmt_opt(x.template_gbs, 0),
+                    fmt_opt(x.oracle_gbs, 0),
+                    fmt_x(x.speedup_vs_cusparse),
+                    fmt_opt(x.pct_copy, 1),
+                    x.variant.as_deref().unwrap_or("-"),
+                );
+                if real {
+                    let graph = if x.cusparse_graph_us.is_none() && x.cusparse_gbs.is_some() {
+                        "n/a".to_string()
+                    } else {
+                        fmt_opt(x.cusparse_graph_us, 2)
+                    };
+                    let _ = write!(
+                        out,
+                        " {} | {} | {} | {} |",
+                        fmt_opt(x.ours_latency_us, 2),
+                        fmt_opt(x.ours_graph_us, 2),
+                        fmt_opt(x.cusparse_latency_us, 2),
+                        graph
+                    );
+                }
+                out.push('\n');
+            }
+        }
+    }
+    let notes: Vec<String> = r
+        .rows
+        .iter()
+        .flat_map(|x| {
+            x.notes
+                .iter()
+                .map(move |n| format!("- {} ({}): {}", x.matrix, x.value, md_cell(n)))
+        })
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\n## Notes\n");
+        for n in notes {
+            let _ = writeln!(out, "{n}");
+        }
+    }
+    if !r.skipped.is_empty() {
+        let _ = writeln!(out, "\n## Skipped\n");
+        for s in &r.skipped {
+            let _ = writeln!(
+                out,
+                "- {} ({}, {}): {}",
+                s.matrix,
+                s.suite,
+                s.value,
+                md_cell(&s.reason)
+            );
+        }
+    }
+    out
+}
+
+/// Draws speedup vs cuSPARSE per matrix (x = nnz, log scale) into an SVG file.
+pub fn render_svg(rows: &[Row], path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let points = |value: &str| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter(|r| r.value == value && r.nnz > 0)
+            .filter_map(|r| r.speedup_vs_cusparse.map(|s| (r.nnz as f64, s)))
+            .filter(|p| p.1.is_finite())
+            .collect()
+    };
+    let (p32, p64) = (points("f32"), points("f64"));
+    let all: Vec<&(f64, f64)> = p32.iter().chain(&p64).collect();
+    let xmin = all.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let xmax = all.iter().map(|p| p.0).fold(0.0, f64::max);
+    let (xmin, xmax) = if all.is_empty() {
+        (1e3, 1e9)
+    } else {
+        ((xmin / 2.0).max(1.0), xmax * 2.0)
+    };
+    let ymax = all.iter().map(|p| p.1).fold(1.5f64, f64::max) * 1.15;
+    let err = |e: &dyn std::fmt::Display| anyhow!("drawing {}: {e}", path.display());
+    let root = SVGBackend::new(path, (960, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "SpMV speedup vs best cuSPARSE algorithm",
+            ("sans-serif", 22),
+        )
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(56)
+        .build_cartesian_2d((xmin..xmax).log_scale(), 0f64..ymax)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("nonzeros")
+        .y_desc("speedup (ours / cuSPARSE)")
+        .x_label_formatter(&|v| format!("{v:.0e}"))
+        .y_label_formatter(&|v| format!("{v:.1}"))
+        .draw()
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(LineSeries::new(
+            vec![(xmin, 1.0), (xmax, 1.0)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(|e| err(&e))?
+        .label("1.0 = cuSPARSE")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+    chart
+        .draw_series(
+            p32.iter()
+                .map(|&(x, y)| Circle::new((x, y), 5, BLUE.filled())),
+        )
+        .map_err(|e| err(&e))?
+        .label("f32")
+        .legend(|(x, y)| Circle::new((x + 9, y), 5, BLUE.filled()));
+    chart
+        .draw_series(
+            p64.iter()
+                .map(|&(x, y)| TriangleMarker::new((x, y), 6, RED.filled())),
+        )
+        .map_err(|e| err(&e))?
+        .label("f64")
+        .legend(|(x, y)| TriangleMarker::new((x + 9, y), 6, RED.filled()));
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.85))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Dataset
+// ---------------------------------------------------------------------------
+
+/// One matrix of the sweep dataset.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DatasetMatrix {
+    /// Matrix name.
+    pub name: String,
+    /// Structure class.
+    pub class: String,
+    /// `f32` / `f64`.
+    pub value: String,
+    /// `Features::to_vec`.
+    pub features: Vec<f64>,
+    /// `[variant_index, gbs, rel_err, correct]` (rel_err null when not computable).
+    pub results: Vec<(usize, f64, Option<f64>, bool)>,
+}
+
+/// The sweep dataset file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Dataset {
+    /// Device name.
+    pub gpu: String,
+    /// Copy bandwidth, GB/s.
+    pub copy_gbs: f64,
+    /// Date.
+    pub date: String,
+    /// The exact command.
+    pub command: String,
+    /// `Features::NAMES`.
+    pub feature_names: Vec<String>,
+    /// The variants (`core_space()`), indexed by `results`.
+    pub variants: Vec<Variant>,
+    /// Per matrix and value type.
+    pub matrices: Vec<DatasetMatrix>,
+}
+
+fn write_dataset(ds: &Dataset, path: &Path) -> Result<()> {
+    let json = serde_json::to_vec(ds)?;
+    if path.extension().is_some_and(|e| e == "gz") {
+        use std::io::Write;
+        let f = std::fs::File::create(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::default());
+        gz.write_all(&json)?;
+        gz.finish()
+            .with_context(|| format!("writing {}", path.display()))?;
+    } else {
+        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Timing helpers shared by the sweep and cuSPARSE
+// ---------------------------------------------------------------------------
+
+const MAX_BATCH: usize = 64;
+
+fn timing_event(gpu: &Gpu) -> Result<cudarc::driver::CudaEvent> {
+    Ok(gpu
+        .context()
+        .new_event(Some(dsys::CUevent_flags::CU_EVENT_DEFAULT))?)
+}
+
+/// `warmup` untimed launches, then up to `reps` launches each between its own
+/// pair of events (as `Bench::measure` does), stopping after `max_seconds`.
+/// Microseconds per launch.
+fn time_events(
+    gpu: &Gpu,
+    launch: &mut dyn FnMut() -> Result<()>,
+    warmup: u32,
+    reps: u32,
+    max_seconds: f64,
+) -> Result<Vec<f64>> {
+    let stream = gpu.stream();
+    let t0 = Instant::now();
+    for i in 0..warmup {
+        launch()?;
+        if i == 0 {
+            stream.synchronize()?;
+            if t0.elapsed().as_secs_f64() * warmup as f64 > max_seconds {
+                break;
+            }
+        }
+    }
+    stream.synchronize()?;
+    let reps = reps.max(1) as usize;
+    let pairs = reps.min(MAX_BATCH);
+    let starts = (0..pairs)
+        .map(|_| timing_event(gpu))
+        .collect::<Result<Vec<_>>>()?;
+    let stops = (0..pairs)
+        .map(|_| timing_event(gpu))
+        .collect::<Result<Vec<_>>>()?;
+    let t0 = Instant::now();
+    let mut times = Vec::with_capacity(reps);
+    let mut batch = 1;
+    while times.len() < reps {
+        let n = batch.min(reps - times.len());
+        for k in 0..n {
+            starts[k].record(stream)?;
+            launch()?;
+            stops[k].record(stream)?;
+        }
+        for k in 0..n {
+            times.push(starts[k].elapsed_ms(&stops[k])? as f64 * 1e3);
+        }
+        let spent = t0.elapsed().as_secs_f64();
+        if spent > max_seconds {
+            break;
+        }
+        let per = spent / times.len() as f64;
+        batch = (((max_seconds - spent) / per.max(1e-9)).floor() as usize).clamp(1, pairs);
+    }
+    Ok(times)
+}
+
+fn median(xs: &[f64]) -> Option<f64> {
+    sparserl_rt::measure::stats(xs).map(|s| s.median)
+}
+
+/// Microseconds per call of `n` launches queued back to back (after one untimed round).
+fn back_to_back_us(gpu: &Gpu, launch: &mut dyn FnMut() -> Result<()>, n: usize) -> Result<f64> {
+    let stream = gpu.stream();
+    for _ in 0..n.min(MAX_BATCH) {
+        launch()?;
+    }
+    let (start, stop) = (timing_event(gpu)?, timing_event(gpu)?);
+    start.record(stream)?;
+    for _ in 0..n {
+        launch()?;
+    }
+    stop.record(stream)?;
+    Ok(start.elapsed_ms(&stop)? as f64 * 1e3 / n.max(1) as f64)
+}
+
+/// Microseconds per call when `n` launches are captured into one CUDA graph
+/// and the graph is replayed 10 times (after one untimed replay).
+fn graph_us(gpu: &Gpu, launch: &mut dyn FnMut() -> Result<()>, n: usize) -> Result<f64> {
+    const REPLAYS: usize = 10;
+    let stream = gpu.stream();
+    stream.synchronize()?;
+    stream.begin_capture(dsys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let mut captured = Ok(());
+    for _ in 0..n.max(1) {
+        captured = launch();
+        if captured.is_err() {
+            break;
+        }
+    }
+    let ended = stream.end_capture(dsys::CUgraphInstantiate_flags(0));
+    captured.context("enqueueing during capture")?;
+    let graph = ended
+        .context("ending the capture")?
+        .ok_or_else(|| anyhow!("the capture produced no graph"))?;
+    graph.upload()?;
+    graph.launch()?;
+    stream.synchronize()?;
+    let (start, stop) = (timing_event(gpu)?, timing_event(gpu)?);
+    start.record(stream)?;
+    for _ in 0..REPLAYS {
+        graph.launch()?;
+    }
+    stop.record(stream)?;
+    Ok(start.elapsed_ms(&stop)? as f64 * 1e3 / (REPLAYS * n.max(1)) as f64)
+}
+
+// ---------------------------------------------------------------------------
+// The run
+// ---------------------------------------------------------------------------
+
+type Compiled = HashMap<(Variant, ValueType), Result<CudaFunction, String>>;
+
+/// `(entry, ptx)` or why compiling failed.
+type CompiledPtx = Result<(String, String), String>;
+
+/// A real matrix read in the background: name, class, matrix.
+type Loaded = (String, String, Result<Csr>);
+
+/// Compiles every variant for every value type with NVRTC in parallel
+/// threads, then loads the modules.
+fn precompile(gpu: &Gpu, space: &[Variant], values: &[ValueType]) -> Compiled {
+    let jobs: Vec<(Variant, ValueType)> = values
+        .iter()
+        .flat_map(|&t| space.iter().map(move |&v| (v, t)))
+        .collect();
+    let arch = gpu.arch();
+    let opts: Vec<String> = sparserl_build::builder::COMPILE_OPTIONS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .clamp(1, 16);
+    let compiled: Vec<(usize, CompiledPtx)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&(v, t)) = jobs.get(i) else { break };
+                        let r = sparserl_build::codegen::generate(&v, t)
+                            .map_err(|e| e.to_string())
+                            .and_then(|src| {
+                                sparserl_rt::nvrtc::compile_ptx(&src.source, &arch, &opts)
+                                    .map(|ptx| (src.entry, ptx))
+                                    .map_err(|e| e.to_string())
+                            });
+                        out.push((i, r));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let mut map = Compiled::new();
+    for (i, r) in compiled {
+        let f = r.and_then(|(entry, ptx)| gpu.load_ptx(&entry, &ptx).map_err(|e| e.to_string()));
+        map.insert(jobs[i], f);
+    }
+    for job in jobs {
+        map.entry(job)
+            .or_insert_with(|| Err("compile worker failed".to_string()));
+    }
+    map
+}
+
+struct Ctx<'a> {
+    tuner: &'a GpuTuner,
+    space: Vec<Variant>,
+    compiled: Compiled,
+    copy_gbs: f64,
+    reps: u32,
+    sweep_reps: u32,
+    preprocess: bool,
+}
+
+impl Ctx<'_> {
+    fn function(&self, v: &Variant, t: ValueType) -> Result<CudaFunction, String> {
+        if let Some(f) = self.compiled.get(&(*v, t)) {
+            return f.clone();
+        }
+        match t {
+            ValueType::F32 => sparserl_build::gpu::load_variant::<f32>(self.tuner.gpu(), v),
+            ValueType::F64 => sparserl_build::gpu::load_variant::<f64>(self.tuner.gpu(), v),
+        }
+    }
+}
+
+struct Job<'a> {
+    name: &'a str,
+    class: &'a str,
+    suite: &'static str,
+    csr: &'a Csr,
+    budget: f64,
+}
+
+/// Checks and times `v` through the Bench (the harness the search uses).
+fn measure_ours<T: Scalar>(ctx: &Ctx, bench: &Bench<T>, v: &Variant) -> Result<Measurement> {
+    let func = match ctx.function(v, T::TYPE) {
+        Ok(f) => f,
+        Err(e) => {
+            return Ok(Measurement::failed(
+                *v,
+                T::TYPE,
+                f64::INFINITY,
+                format!("compile failed: {e}"),
+            ));
+        }
+    };
+    let opts = MeasureOptions {
+        reps: ctx.reps,
+        ..MeasureOptions::default()
+    };
+    Ok(bench.measure(&func, v, &opts)?)
+}
+
+fn copies_for<T: Scalar>(gpu: &Gpu, csr: &Csr) -> usize {
+    if csr.compulsory_bytes(T::TYPE.size()) <= gpu.l2_bytes() as u64 {
+        8
+    } else {
+        1
+    }
+}
+
+/// Exhaustive sweep of the core space with one shared reference:
+/// `(index, gbs, rel_err, correct)` per variant.
+fn sweep<T: Scalar>(
+    ctx: &Ctx,
+    bench: &Bench<T>,
+    x: &[T],
+    reference: &[f64],
+) -> Result<Vec<(usize, f64, f64, bool)>> {
+    let gpu = ctx.tuner.gpu();
+    let csr = bench.csr();
+    let stream = gpu.stream();
+    let copies = copies_for::<T>(gpu, csr);
+    let mut xs: Vec<CudaSlice<T>> = Vec::with_capacity(copies);
+    let mut ys: Vec<CudaSlice<T>> = Vec::with_capacity(copies);
+    for _ in 0..copies {
+        xs.push(stream.clone_htod(x)?);
+        ys.push(stream.alloc_zeros::<T>(csr.rows().max(1))?);
+    }
+    let poison = vec![T::from_f64(f64::NAN); csr.rows()];
+    let bytes = csr.compulsory_bytes(T::TYPE.size()) as f64;
+    let tol = tolerance(T::TYPE);
+    let a = bench.device_csr();
+    let mut out = Vec::with_capacity(ctx.space.len());
+    for (i, v) in ctx.space.iter().enumerate() {
+        let Ok(func) = ctx.function(v, T::TYPE) else {
+            out.push((i, 0.0, f64::INFINITY, false));
+            continue;
+        };
+        if !poison.is_empty() {
+            stream.memcpy_htod(&poison, &mut ys[0])?;
+        }
+        let err = match launch_variant(gpu, &func, v, a, &xs[0], &mut ys[0]) {
+            Ok(()) => {
+                let y = stream.clone_dtoh(&ys[0])?;
+                let y64: Vec<f64> = y[..csr.rows()].iter().map(|v| v.to_f64()).collect();
+                rel_err(&y64, reference)
+            }
+            Err(e) if e.is_context_fatal() => return Err(e.into()),
+            Err(_) => f64::INFINITY,
+        };
+        if err > tol {
+            out.push((i, 0.0, err, false));
+            continue;
+        }
+        let mut next = 0usize;
+        let times = time_events(
+            gpu,
+            &mut || {
+                let k = next % copies;
+                next += 1;
+                Ok(launch_variant(gpu, &func, v, a, &xs[k], &mut ys[k])?)
+            },
+            2,
+            ctx.sweep_reps,
+            0.3,
+        )?;
+        let gbs = median(&times).map_or(0.0, |m| bytes / (m * 1e3));
+        out.push((i, gbs, err, true));
+    }
+    Ok(out)
+}
+
+/// Checks `alg` on copy 0 with a NaN-poisoned `y` (and, if that fails, with a
+/// zeroed `y`, noted). Returns the relative error and a note.
+fn cusparse_check<T: Scalar>(
+    cs: &mut CusparseSpmv<'_, T>,
+    alg: Alg,
+    reference: &[f64],
+) -> Result<(f64, Option<String>)> {
+    let rows = reference.len();
+    let run = |cs: &mut CusparseSpmv<'_, T>, fill: f64| -> Result<f64> {
+        cs.set_y0(&vec![T::from_f64(fill); rows])?;
+        cs.launch(alg, 0)?;
+        let y: Vec<f64> = cs.read_y0()?.iter().map(|v| v.to_f64()).collect();
+        Ok(rel_err(&y, reference))
+    };
+    let err = run(cs, f64::NAN)?;
+    if err <= tolerance(T::TYPE) {
+        return Ok((err, None));
+    }
+    let err0 = run(cs, 0.0)?;
+    if err0 <= tolerance(T::TYPE) {
+        return Ok((
+            err0,
+            Some(format!(
+                "{} reads y although beta = 0 (NaN-poisoned y gave {err:.2e}); checked with a zeroed y",
+                alg.name()
+            )),
+        ));
+    }
+    Ok((err, None))
+}
+
+/// Every cuSPARSE CSR algorithm: check, time; the best goes into `row`.
+/// Returns the best algorithm (for latency measurements).
+fn run_cusparse<T: Scalar>(
+    ctx: &Ctx,
+    cs: &mut CusparseSpmv<'_, T>,
+    csr: &Csr,
+    reference: &[f64],
+    row: &mut Row,
+) -> Result<Option<Alg>> {
+    let gpu = ctx.tuner.gpu();
+    let bytes = csr.compulsory_bytes(T::TYPE.size()) as f64;
+    let tol = tolerance(T::TYPE);
+    let mut best: Option<(Alg, f64)> = None;
+    for alg in cusparse::ALGS {
+        let mut res = AlgResult {
+            alg: alg.name().to_string(),
+            ..AlgResult::default()
+        };
+        match cs
+            .prepare(alg)
+            .and_then(|_| cusparse_check(cs, alg, reference))
+        {
+            Err(e) => res.error = Some(format!("{e:#}")),
+            Ok((err, note)) => {
+                res.rel_err = Some(err);
+                if let Some(n) = note {
+                    row.notes.push(n.clone());
+                    res.error = Some(n);
+                }
+                if err > tol {
+                    res.error = Some(format!(
+                        "relative error {err:.3e} above tolerance {tol:.0e}"
+                    ));
+                } else {
+                    res.correct = true;
+                    let times = time_events(gpu, &mut || cs.launch_next(alg), 5, ctx.reps, 2.0)?;
+                    if let Some(m) = median(&times) {
+                        res.median_us = Some(m);
+                        let g = bytes / (m * 1e3);
+                        res.gbs = Some(g);
+                        if best.is_none_or(|b| g > b.1) {
+                            best = Some((alg, g));
+                        }
+                    }
+                }
+            }
+        }
+        row.cusparse_algs.push(res);
+    }
+    match best {
+        Some((alg, g)) => {
+            row.cusparse_gbs = Some(g);
+            row.cusparse_alg = Some(alg.name().to_string());
+        }
+        None => {
+            row.cusparse_error = Some(
+                row.cusparse_algs
+                    .iter()
+                    .map(|a| {
+                        format!(
+                            "{}: {}",
+                            short_alg(&a.alg),
+                            a.error.as_deref().unwrap_or("not timed")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+        }
+    }
+    Ok(best.map(|b| b.0))
+}
+
+fn random_x<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
+        .collect()
+}
+
+/// Benchmarks one matrix for value type `T`.
+fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
+    let t0 = Instant::now();
+    let csr = job.csr;
+    let value = T::TYPE;
+    let gpu = ctx.tuner.gpu();
+    let real = job.suite == "real";
+    let features = Features::compute(csr);
+    let mut row = Row {
+        matrix: job.name.to_string(),
+        class: job.class.to_string(),
+        nnz: csr.nnz(),
+        rows: csr.rows(),
+        cols: csr.cols(),
+        value: value.as_str().to_string(),
+        suite: job.suite.to_string(),
+        csr_bytes: (csr.rows() + 1) * 4 + csr.nnz() * (4 + value.size()),
+        ..Row::default()
+    };
+
+    // Ours: the product's search.
+    let proposals: Vec<Variant> = default_policy()
+        .propose(&features, value, 16)
+        .into_iter()
+        .map(|p| p.variant)
+        .collect();
+    let cfg = SearchConfig {
+        budget_seconds: job.budget,
+        ..SearchConfig::default()
+    };
+    let winner = match ctx.tuner.tune(&[csr], value, &proposals, &cfg) {
+        Ok(o) => {
+            row.search_candidates = o.candidates;
+            row.search_seconds = o.seconds;
+            Some(o.winner)
+        }
+        Err(e) => {
+            row.ours_error = Some(format!("search failed: {e}"));
+            None
+        }
+    };
+
+    let bench = Bench::<T>::new(gpu, csr).context("uploading the matrix")?;
+    row.device_bytes = bench.device_csr().device_bytes();
+    let mut oracle: Option<(f64, Variant)> = None;
+    let mut consider = |g: f64, v: Variant| {
+        if oracle.is_none_or(|o| g > o.0) {
+            oracle = Some((g, v));
+        }
+    };
+    if let Some(w) = winner {
+        row.variant = Some(w.id());
+        let m = measure_ours(ctx, &bench, &w)?;
+        row.ours_rel_err = Some(m.rel_err).filter(|e| e.is_finite());
+        if m.correct {
+            row.ours_gbs = Some(m.gbs);
+            consider(m.gbs, w);
+        } else {
+            row.ours_error = Some(m.error.unwrap_or_else(|| "incorrect".into()));
+        }
+    }
+
+    // Template rule.
+    let tv = template_rule(&features);
+    row.template_variant = Some(tv.id());
+    let mt = measure_ours(ctx, &bench, &tv)?;
+    if mt.correct {
+        row.template_gbs = Some(mt.gbs);
+        consider(mt.gbs, tv);
+    } else {
+        row.notes.push(format!(
+            "template {} failed: {}",
+            tv.id(),
+            mt.error.unwrap_or_default()
+        ));
+    }
+
+    // Oracle: sweep with a shared reference, then re-measure the top 3.
+    let x: Vec<T> = random_x(csr.cols(), 0x0b5e_55ed);
+    let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+    let reference = csr.spmv_f64(&x64);
+    let results = sweep::<T>(ctx, &bench, &x, &reference)?;
+    row.sweep_correct = results.iter().filter(|r| r.3).count();
+    let mut ranked: Vec<&(usize, f64, f64, bool)> = results.iter().filter(|r| r.3).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for r in ranked.iter().take(3) {
+        let v = ctx.space[r.0];
+        if Some(v) == winner || v == tv {
+            continue;
+        }
+        let m = measure_ours(ctx, &bench, &v)?;
+        if m.correct {
+            consider(m.gbs, v);
+        }
+    }
+    if let Some((g, v)) = oracle {
+        row.oracle_gbs = Some(g);
+        row.oracle_variant = Some(v.id());
+    }
+
+    // cuSPARSE, on the same device matrix.
+    let copies = copies_for::<T>(gpu, csr);
+    match CusparseSpmv::new(gpu, bench.device_csr(), &x, copies) {
+        Err(e) => row.cusparse_error = Some(format!("cuSPARSE setup failed: {e:#}")),
+        Ok(mut cs) => {
+            let best = run_cusparse(ctx, &mut cs, csr, &reference, &mut row)?;
+            if real && let Some(alg) = best {
+                row.cusparse_latency_us =
+                    back_to_back_us(gpu, &mut || cs.launch_next(alg), 200).ok();
+                match graph_us(gpu, &mut || cs.launch_next(alg), 50) {
+                    Ok(us) => row.cusparse_graph_us = Some(us),
+                    Err(e) => {
+                        row.notes.push(format!(
+                            "CUDA-graph capture of cusparseSpMV failed ({e:#}); cusparse_graph_us is null"
+                        ));
+                        let _ = gpu.synchronize();
+                    }
+                }
+            }
+        }
+    }
+
+    // Our per-call latency.
+    if real
+        && row.ours_gbs.is_some()
+        && let Some(w) = winner
+        && let Ok(func) = ctx.function(&w, value)
+    {
+        row.ours_latency_us = bench.time_back_to_back_us(&func, &w, 200).ok();
+        row.ours_graph_us = bench.time_graph_us(&func, &w, 50).ok();
+    }
+
+    row.speedup_vs_cusparse = ratio(row.ours_gbs, row.cusparse_gbs);
+    row.pct_copy = ratio(row.ours_gbs, Some(ctx.copy_gbs)).map(|r| r * 100.0);
+    row.seconds = t0.elapsed().as_secs_f64();
+    let ds = DatasetMatrix {
+        name: job.name.to_string(),
+        class: job.class.to_string(),
+        value: value.as_str().to_string(),
+        features: features.to_vec().to_vec(),
+        results: results
+            .iter()
+            .map(|&(i, g, e, c)| (i, g, Some(e).filter(|e| e.is_finite()), c))
+            .collect(),
+    };
+    Ok((row, ds))
+}
+
+fn failed_row(job: &Job, value: ValueType, e: &anyhow::Error) -> Row {
+    Row {
+        matrix: job.name.to_string(),
+        class: job.class.to_string(),
+        nnz: job.csr.nnz(),
+        rows: job.csr.rows(),
+        cols: job.csr.cols(),
+        value: value.as_str().to_string(),
+        suite: job.suite.to_string(),
+        ours_error: Some(format!("benchmark failed: {e:#}")),
+        cusparse_error: Some("not measured".into()),
+        ..Row::default()
+    }
+}
+
+fn print_row(r: &Row, elapsed: f64) {
+    println!(
+        "[{elapsed:6.1}s] {:5} {:24} {} nnz {:>7}: ours {} GB/s ({}), cuSPARSE {} GB/s ({}), \
+         template {}, oracle {} -> {} ({:.1} s)",
+        r.suite,
+        r.matrix,
+        r.value,
+        fmt_nnz(r.nnz),
+        fmt_opt(r.ours_gbs, 0),
+        r.variant.as_deref().unwrap_or("-"),
+        fmt_opt(r.cusparse_gbs, 0),
+        r.cusparse_alg.as_deref().map_or("-", short_alg),
+        fmt_opt(r.template_gbs, 0),
+        fmt_opt(r.oracle_gbs, 0),
+        fmt_x(r.speedup_vs_cusparse),
+        r.seconds
+    );
+    if let Some(e) = &r.ours_error {
+        println!("          ours FAILED: {e}");
+    }
+    if r.cusparse_gbs.is_none()
+        && let Some(e) = &r.cusparse_error
+    {
+        println!("          cuSPARSE FAILED: {e}");
+    }
+}
+
+struct Runner<'a> {
+    ctx: Ctx<'a>,
+    start: Instant,
+    max_seconds: f64,
+    rows: Vec<Row>,
+    data: Vec<DatasetMatrix>,
+    skipped: Vec<Skipped>,
+}
+
+impl Runner<'_> {
+    fn run_job(&mut self, job: &Job, values: &[ValueType]) {
+        for &value in values {
+            let elapsed = self.start.elapsed().as_secs_f64();
+            if elapsed > self.max_seconds {
+                self.skipped.push(Skipped {
+                    matrix: job.name.to_string(),
+                    suite: job.suite.to_string(),
+                    value: value.as_str().to_string(),
+                    reason: format!(
+                        "time guard: {elapsed:.0} s elapsed, --max-seconds {}",
+                        self.max_seconds
+                    ),
+                });
+                continue;
+            }
+            let r = match value {
+                ValueType::F32 => run_matrix::<f32>(&self.ctx, job),
+                ValueType::F64 => run_matrix::<f64>(&self.ctx, job),
+            };
+            let row = match r {
+                Ok((row, ds)) => {
+                    self.data.push(ds);
+                    row
+                }
+                Err(e) => {
+                    eprintln!("{} ({value}): {e:#}", job.name);
+                    failed_row(job, value, &e)
+                }
+            };
+            print_row(&row, self.start.elapsed().as_secs_f64());
+            self.rows.push(row);
+        }
+    }
+
+    fn skip_all(&mut self, name: &str, suite: &str, values: &[ValueType], reason: String) {
+        for v in values {
+            self.skipped.push(Skipped {
+                matrix: name.to_string(),
+                suite: suite.to_string(),
+                value: v.as_str().to_string(),
+                reason: reason.clone(),
+            });
+        }
+    }
+}
+
+fn default_matrices_dir() -> PathBuf {
+    let root = common::workspace_root();
+    let dev = root.join(".device/matrices");
+    if dev.is_dir() {
+        dev
+    } else {
+        root.join("tests/fixtures/matrices")
+    }
+}
+
+/// Loads real matrices in a background thread, one message per file.
+fn spawn_real_loader(dir: PathBuf) -> Result<(mpsc::Receiver<Loaded>, JoinHandle<()>)> {
+    let files = common::mtx_files(&dir)?;
+    let classes = common::manifest_classes(&dir);
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        for p in files {
+            let name = common::matrix_name(&p);
+            let class = classes
+                .get(&name)
+                .cloned()
+                .unwrap_or_else(|| "unknown".into());
+            let csr = sparserl_rt::mtx::read_matrix_market(&p)
+                .with_context(|| format!("reading {}", p.display()));
+            if tx.send((name, class, csr)).is_err() {
+                break;
+            }
+        }
+    });
+    Ok((rx, h))
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let start = Instant::now();
+    let root = common::workspace_root();
+    let out_dir = if args.out.is_relative() && args.out == Path::new("target/bench") {
+        root.join(&args.out)
+    } else {
+        args.out.clone()
+    };
+    let tuner = GpuTuner::probe().map_err(|e| {
+        anyhow!(
+            "no GPU: {e}. `bench` measures kernels and needs an NVIDIA GPU with its driver and \
+             NVRTC; build with `cargo build --release -p xtask` and run `target/release/xtask \
+             bench` on the GPU machine"
+        )
+    })?;
+    cusparse::library_status()?;
+    let gpu = tuner.gpu().clone();
+    let command = format!(
+        "cargo xtask {}",
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    );
+    let do_large = args.suite != SuiteArg::Real;
+    let do_real = args.suite != SuiteArg::Large;
+    let large_values = args.large_value.types();
+    let real_values = args.value.types();
+
+    // Start generating the large matrices (CPU) while the GPU warms up.
+    let specs = if do_large {
+        large_suite(args.quick)
+    } else {
+        Vec::new()
+    };
+    let gens: Vec<(LargeSpec, JoinHandle<Result<Csr>>)> = specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let s2 = s.clone();
+            (
+                s,
+                std::thread::spawn(move || s2.build(0x1a2e_0000 + i as u64)),
+            )
+        })
+        .collect();
+    let real_loader = if do_real {
+        let dir = args.matrices.clone().unwrap_or_else(default_matrices_dir);
+        println!("real matrices from {}", dir.display());
+        Some(spawn_real_loader(dir)?)
+    } else {
+        None
+    };
+
+    println!("GPU: {} ({})", tuner.name(), tuner.arch());
+    let copy_gbs = tuner.copy_gbs();
+    println!("copy bandwidth: {copy_gbs:.0} GB/s");
+    let mut values: Vec<ValueType> = Vec::new();
+    for v in large_values
+        .iter()
+        .filter(|_| do_large)
+        .chain(real_values.iter().filter(|_| do_real))
+    {
+        if !values.contains(v) {
+            values.push(*v);
+        }
+    }
+    let space = core_space();
+    let t = Instant::now();
+    let compiled = precompile(&gpu, &space, &values);
+    let failed = compiled.values().filter(|r| r.is_err()).count();
+    println!(
+        "compiled {} kernels in {:.1} s ({failed} failed)",
+        compiled.len(),
+        t.elapsed().as_secs_f64()
+    );
+    // Probe cuSPARSE's optional symbols once (also fails early on a broken library).
+    let preprocess = {
+        let tiny = Csr::from_triplets(1, 1, &[(0, 0, 1.0)])?;
+        let a = sparserl_rt::DeviceCsr::<f32>::upload(&gpu, &tiny)?;
+        let cs = CusparseSpmv::new(&gpu, &a, &[1.0f32], 1).context("initializing cuSPARSE")?;
+        cs.uses_preprocess()
+    };
+
+    let mut runner = Runner {
+        ctx: Ctx {
+            tuner: &tuner,
+            space: space.clone(),
+            compiled,
+            copy_gbs,
+            reps: args.reps,
+            sweep_reps: args.sweep_reps,
+            preprocess,
+        },
+        start,
+        max_seconds: args.max_seconds,
+        rows: Vec::new(),
+        data: Vec::new(),
+        skipped: Vec::new(),
+    };
+
+    for (spec, handle) in gens {
+        let csr = match handle.join() {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                runner.skip_all(spec.name, "large", &large_values, format!("{e:#}"));
+                continue;
+            }
+            Err(_) => {
+                runner.skip_all(
+                    spec.name,
+                    "large",
+                    &large_values,
+                    "generator panicked".into(),
+                );
+                continue;
+            }
+        };
+        println!(
+            "large {}: {} x {}, nnz {} ({}; expected {})",
+            spec.name,
+            csr.rows(),
+            csr.cols(),
+            csr.nnz(),
+            fmt_nnz(csr.nnz()),
+            fmt_nnz(spec.expected_nnz() as usize)
+        );
+        let job = Job {
+            name: spec.name,
+            class: spec.class,
+            suite: "large",
+            csr: &csr,
+            budget: args.budget_large,
+        };
+        runner.run_job(&job, &large_values);
+    }
+    if let Some((rx, handle)) = real_loader {
+        for (name, class, csr) in rx {
+            match csr {
+                Err(e) => runner.skip_all(&name, "real", &real_values, format!("{e:#}")),
+                Ok(c) if c.rows() == 0 || c.cols() == 0 || c.nnz() == 0 => runner.skip_all(
+                    &name,
+                    "real",
+                    &real_values,
+                    format!(
+                        "empty matrix ({} x {}, nnz {})",
+                        c.rows(),
+                        c.cols(),
+                        c.nnz()
+                    ),
+                ),
+                Ok(c) => {
+                    let job = Job {
+                        name: &name,
+                        class: &class,
+                        suite: "real",
+                        csr: &c,
+                        budget: args.budget_real,
+                    };
+                    runner.run_job(&job, &real_values);
+                }
+            }
+        }
+        let _ = handle.join();
+    }
+
+    // Outputs.
+    std::fs::create_dir_all(&out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let summary = summarize(&runner.rows, runner.skipped.len());
+    let report = Report {
+        gpu: tuner.name(),
+        driver: common::driver_version(),
+        date: common::today(),
+        command: command.clone(),
+        copy_gbs,
+        rows: runner.rows,
+        summary,
+        skipped: runner.skipped,
+        cusparse_preprocess: runner.ctx.preprocess,
+        elapsed_seconds: start.elapsed().as_secs_f64(),
+        budgets: [args.budget_large, args.budget_real],
+        quick: args.quick,
+    };
+    let json_path = out_dir.join("spmv-h200.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    let md_path = out_dir.join("spmv-h200.md");
+    std::fs::write(&md_path, render_markdown(&report))
+        .with_context(|| format!("writing {}", md_path.display()))?;
+    let svg_path = out_dir.join("spmv-h200.svg");
+    render_svg(&report.rows, &svg_path)?;
+    let dataset_path = args
+        .dataset
+        .clone()
+        .unwrap_or_else(|| out_dir.join("sweep.json.gz"));
+    let ds = Dataset {
+        gpu: report.gpu.clone(),
+        copy_gbs,
+        date: report.date.clone(),
+        command,
+        feature_names: Features::NAMES.iter().map(|s| s.to_string()).collect(),
+        variants: space,
+        matrices: runner.data,
+    };
+    write_dataset(&ds, &dataset_path)?;
+    println!();
+    print!("{}", render_summary_md(&report));
+    println!(
+        "\nwrote {}, {}, {}, {} in {:.0} s",
+        json_path.display(),
+        md_path.display(),
+        svg_path.display(),
+        dataset_path.display(),
+        report.elapsed_seconds
+    );
+    if report.rows.is_empty() {
+        bail!("no matrix was benchmarked");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(suite: &str, value: &str, name: &str, ours: f64, cus: f64) -> Row {
+        Row {
+            matrix: name.into(),
+            class: "c".into(),
+            nnz: 1_000_000,
+            value: value.into(),
+            suite: suite.into(),
+            ours_gbs: Some(ours),
+            cusparse_gbs: Some(cus),
+            cusparse_alg: Some("CUSPARSE_SPMV_CSR_ALG2".into()),
+            template_gbs: Some(ours / 2.0),
+            oracle_gbs: Some(ours * 1.25),
+            speedup_vs_cusparse: ratio(Some(ours), Some(cus)),
+            pct_copy: Some(50.0),
+            variant: Some("nnz-split.b256.i4.ldg".into()),
+            ours_latency_us: Some(5.0),
+            ours_graph_us: Some(2.0),
+            cusparse_latency_us: Some(10.0),
+            cusparse_graph_us: None,
+            ..Row::default()
+        }
+    }
+
+    fn fake_rows() -> Vec<Row> {
+        let mut rows = vec![
+            row("large", "f32", "a", 2000.0, 1000.0),
+            row("large", "f32", "b", 1000.0, 2000.0),
+            row("large", "f64", "c", 3000.0, 1000.0),
+            row("real", "f32", "d", 400.0, 100.0),
+        ];
+        let mut bad = row("real", "f64", "e|bad", 0.0, 100.0);
+        bad.ours_gbs = None;
+        bad.speedup_vs_cusparse = None;
+        bad.ours_error = Some("relative error 1e-1 above tolerance".into());
+        bad.nnz = 5_000;
+        rows.push(bad);
+        rows
+    }
+
+    #[test]
+    fn summary_geomeans_and_min() {
+        let rows = fake_rows();
+        let s = summarize(&rows, 2);
+        let large = s.all.geomean_speedup_large.unwrap();
+        assert!((large - (2.0f64 * 0.5 * 3.0).powf(1.0 / 3.0)).abs() < 1e-12);
+        assert!((s.all.geomean_speedup_real.unwrap() - 4.0).abs() < 1e-12);
+        assert!((s.f32.geomean_speedup_large.unwrap() - 1.0).abs() < 1e-12);
+        assert!((s.f64.geomean_speedup_large.unwrap() - 3.0).abs() < 1e-12);
+        assert_eq!(s.all.min_speedup, Some(0.5));
+        assert_eq!(s.all.min_speedup_matrix.as_deref(), Some("b (f32)"));
+        assert!((s.all.geomean_ours_vs_template.unwrap() - 2.0).abs() < 1e-12);
+        assert!((s.all.geomean_ours_vs_oracle.unwrap() - 0.8).abs() < 1e-12);
+        assert!((s.all.geomean_speedup_real_latency.unwrap() - 2.0).abs() < 1e-12);
+        assert_eq!(s.all.geomean_speedup_real_graph, None);
+        assert_eq!(s.all.ours_failures, 1);
+        assert_eq!(s.f64.geomean_speedup_real, None);
+        assert_eq!(s.skipped, 2);
+        let empty = summarize(&[], 0);
+        assert_eq!(empty.all.geomean_speedup_large, None);
+        assert_eq!(empty.all.min_speedup_matrix, None);
+    }
+
+    #[test]
+    fn json_has_the_required_shape() {
+        let rows = fake_rows();
+        let report = Report {
+            gpu: "NVIDIA H200".into(),
+            driver: "CUDA driver API 13.0".into(),
+            date: "2025-01-01".into(),
+            command: "cargo xtask bench".into(),
+            copy_gbs: 4000.0,
+            summary: summarize(&rows, 0),
+            rows,
+            ..Report::default()
+        };
+        let v = serde_json::to_value(&report).unwrap();
+        for k in [
+            "gpu", "driver", "date", "command", "copy_gbs", "rows", "summary",
+        ] {
+            assert!(v.get(k).is_some(), "{k}");
+        }
+        let r0 = &v["rows"][0];
+        for k in [
+            "matrix",
+            "class",
+            "nnz",
+            "value",
+            "ours_gbs",
+            "cusparse_gbs",
+            "cusparse_alg",
+            "template_gbs",
+            "oracle_gbs",
+            "speedup_vs_cusparse",
+            "pct_copy",
+            "variant",
+            "suite",
+            "ours_latency_us",
+            "ours_graph_us",
+            "cusparse_latency_us",
+            "cusparse_graph_us",
+            "device_bytes",
+            "csr_bytes",
+            "search_candidates",
+            "search_seconds",
+        ] {
+            assert!(r0.get(k).is_some(), "row field {k}");
+        }
+        let s = &v["summary"];
+        for k in [
+            "geomean_speedup_large",
+            "geomean_speedup_real",
+            "geomean_speedup_real_latency",
+            "min_speedup",
+            "min_speedup_matrix",
+            "geomean_ours_vs_template",
+            "geomean_ours_vs_oracle",
+        ] {
+            assert!(s.get(k).is_some(), "summary field {k}");
+            assert!(s["f32"].get(k).is_some(), "f32 summary field {k}");
+        }
+        let back: Report = serde_json::from_value(v).unwrap();
+        assert_eq!(back.rows.len(), 5);
+    }
+
+    #[test]
+    fn markdown_has_tables_failures_and_latency() {
+        let rows = fake_rows();
+        let report = Report {
+            gpu: "NVIDIA H200".into(),
+            driver: "d".into(),
+            date: "2025-01-01".into(),
+            command: "cargo xtask bench --suite all".into(),
+            copy_gbs: 4000.0,
+            summary: summarize(&rows, 1),
+            rows,
+            skipped: vec![Skipped {
+                matrix: "z".into(),
+                suite: "real".into(),
+                value: "f64".into(),
+                reason: "time guard".into(),
+            }],
+            ..Report::default()
+        };
+        let md = render_markdown(&report);
+        assert!(md.contains("`cargo xtask bench --suite all`"));
+        assert!(md.contains("## large matrices, f32"));
+        assert!(md.contains("## large matrices, f64"));
+        assert!(md.contains("## real matrices, f32"));
+        assert!(md.contains("ours graph us"));
+        assert!(md.contains("2000 (CSR_ALG2)"));
+        assert!(md.contains("2.00x"));
+        assert!(md.contains("FAIL (relative error"));
+        assert!(md.contains("e\\|bad"));
+        assert!(md.contains("## Skipped"));
+        assert!(md.contains("time guard"));
+        // Large tables have no latency columns.
+        let large = md.split("## large matrices, f32").nth(1).unwrap();
+        let first_table_head = large.lines().nth(2).unwrap();
+        assert!(!first_table_head.contains("graph"), "{first_table_head}");
+        let summary = render_summary_md(&report);
+        assert!(summary.contains("large **1.44x**"), "{summary}");
+    }
+
+    #[test]
+    fn svg_is_written() {
+        let dir = std::env::temp_dir().join(format!("sparserl-bench-svg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.svg");
+        render_svg(&fake_rows(), &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.starts_with("<svg") || svg.contains("<svg"));
+        assert!(svg.contains("f32") && svg.contains("f64"));
+        assert!(svg.contains("<circle"));
+        render_svg(&[], &path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn large_suite_is_within_20_to_110_million() {
+        let suite = large_suite(false);
+        assert_eq!(suite.len(), 8);
+        let names: std::collections::HashSet<_> = suite.iter().map(|s| s.name).collect();
+        assert_eq!(names.len(), 8);
+        for s in &suite {
+            let n = s.expected_nnz();
+            // Margins for random row lengths.
+            assert!(
+                (22_000_000..=100_000_000).contains(&n),
+                "{}: {n} nonzeros",
+                s.name
+            );
+            // Well over a 50 MB L2 in f32.
+            assert!(n * 8 > 4 * 50_000_000, "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn quick_suite_generates_what_the_formula_says() {
+        for (i, s) in large_suite(true).iter().enumerate() {
+            let m = s.build(i as u64).unwrap();
+            let expected = s.expected_nnz() as f64;
+            let got = m.nnz() as f64;
+            assert!(
+                (got - expected).abs() <= 0.03 * expected,
+                "{}: generated {got}, expected {expected}",
+                s.name
+            );
+            assert!(m.nnz() < 2_000_000, "{}: quick size {}", s.name, m.nnz());
+        }
+    }
+
+    #[test]
+    fn stencil_formula_is_exact_and_skewed_has_huge_rows() {
+        let s = LargeSpec {
+            name: "s",
+            class: "stencil",
+            gen_: Gen::Stencil {
+                grid: vec![7, 5],
+                points: 5,
+            },
+        };
+        assert_eq!(s.build(0).unwrap().nnz() as u64, s.expected_nnz());
+        let s = LargeSpec {
+            name: "s3",
+            class: "stencil",
+            gen_: Gen::Stencil {
+                grid: vec![4, 5, 6],
+                points: 27,
+            },
+        };
+        assert_eq!(s.build(0).unwrap().nnz() as u64, s.expected_nnz());
+        let m = skewed(1000, 4, 300, 1).unwrap();
+        let huge = (0..m.rows()).filter(|&r| m.row_len(r) == 300).count();
+        assert_eq!(huge, 4);
+        assert!((0..m.rows()).all(|r| m.row_len(r) == 300 || m.row_len(r) <= 6));
+    }
+
+    #[test]
+    fn value_args_and_no_gpu_error() {
+        assert_eq!(ValueArg::Both.types().len(), 2);
+        assert_eq!(ValueArg::F32.types(), vec![ValueType::F32]);
+        if !sparserl_rt::device::driver_present() {
+            let args = Args {
+                suite: SuiteArg::Real,
+                value: ValueArg::F32,
+                large_value: ValueArg::F32,
+                matrices: None,
+                out: std::env::temp_dir().join("sparserl-bench-nogpu"),
+                budget_large: 1.0,
+                budget_real: 1.0,
+                quick: true,
+                max_seconds: 1.0,
+                dataset: None,
+                sweep_reps: 1,
+                reps: 1,
+            };
+            let e = run(args).unwrap_err().to_string();
+            assert!(e.contains("no GPU"), "{e}");
+        }
+    }
+}
