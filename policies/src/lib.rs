@@ -5,7 +5,11 @@
 //! ranked list of proposals and refines around the best; without a GPU the
 //! build uses its first proposal directly.
 //!
-//! Two policies exist behind one trait:
+//! Policies behind one trait:
+//! - [`LearnedPolicy`]: a small network trained by reinforcement learning on
+//!   measured datasets (feature `train`, see the crate README), committed as
+//!   `policies/policy.json` and evaluated in pure Rust; [`default_policy`]
+//!   returns it when that file was present at compile time.
 //! - [`Prior`]: a documented analytic cost model (lane utilisation, load
 //!   balance, coalescing, atomics) used until a trained policy is committed,
 //!   and as the fallback when the policy file is unusable.
@@ -24,11 +28,33 @@
 #![warn(missing_docs)]
 
 pub mod dataset;
+pub mod net;
+#[cfg(feature = "train")]
+pub mod synthetic;
+#[cfg(feature = "train")]
+pub mod train;
+
+pub use net::{LearnedPolicy, PolicyError};
 
 use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
 
+/// Version of the policy code and weights; part of every cache key. With a
+/// committed `policy.json` it carries the file's sha256.
+#[cfg(sparserl_has_policy)]
+pub const POLICY_VERSION: &str = concat!("learned-1-", env!("SPARSERL_POLICY_SHA"));
 /// Version of the policy code and weights; part of every cache key.
+#[cfg(not(sparserl_has_policy))]
 pub const POLICY_VERSION: &str = "prior-2";
+
+/// The committed policy file, embedded at compile time when present.
+#[cfg(sparserl_has_policy)]
+pub const EMBEDDED_POLICY: Option<&str> = Some(include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/policy.json"
+)));
+/// The committed policy file, embedded at compile time when present.
+#[cfg(not(sparserl_has_policy))]
+pub const EMBEDDED_POLICY: Option<&str> = None;
 
 /// One proposal: a variant and the policy's predicted normalised reward in
 /// (0, 1] (1 = the copy-bandwidth roofline). It is an estimate, not a measurement.
@@ -175,9 +201,14 @@ pub fn template_rule(f: &Features) -> Variant {
     }
 }
 
-/// The policy the build uses: the prior until a trained policy is committed.
+/// The policy the build uses: the learned policy embedded from
+/// `policies/policy.json` when it was present at compile time and parses,
+/// otherwise the [`Prior`].
 pub fn default_policy() -> Box<dyn Policy + Send + Sync> {
-    Box::new(Prior)
+    match EMBEDDED_POLICY.map(LearnedPolicy::from_json) {
+        Some(Ok(p)) => Box::new(p),
+        _ => Box::new(Prior),
+    }
 }
 
 #[cfg(test)]

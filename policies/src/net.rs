@@ -1,0 +1,638 @@
+//! The learned policy: the export format and pure-Rust inference.
+//!
+//! A policy file is a small JSON document ([`PolicyFile`]) with the feature
+//! normalisation, the action vocabulary, provenance (dataset hash, GPU,
+//! round, held-out matrices) and the weights of a few dense layers as `f32`
+//! arrays. [`LearnedPolicy`] evaluates it without libtorch.
+//!
+//! The network (see the crate README for the picture):
+//! - input: 18 normalised features (transform, then z-score) + value-type
+//!   one-hot (f32, f64) = 20 numbers;
+//! - trunk: `20 -> H -> H`, tanh;
+//! - strategy head: `H -> 4`;
+//! - conditioned heads, input `trunk ++ one_hot(strategy)`: block (3),
+//!   lanes (5, group-per-row only), items (5, nnz-split only), unroll (3,
+//!   not nnz-split; block-per-row only 1 and 4), ldg_x (2);
+//! - value head `H -> 1` (the REINFORCE baseline; unused at inference);
+//! - cost head, a separate MLP on `input ++ variant encoding` (20 + 22):
+//!   `42 -> C -> C -> 1`, tanh, predicting `(ln GB/s - cost_mean) / cost_std`.
+
+use serde::{Deserialize, Serialize};
+use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::{Policy, Proposal};
+
+/// Format tag of policy files this code reads.
+pub const FORMAT: &str = "sparserl-policy/1";
+/// Strategy vocabulary (head order).
+pub const STRATEGIES: [Strategy; 4] = Strategy::ALL;
+/// Block sizes (head order).
+pub const BLOCKS: [u32; 3] = [128, 256, 512];
+/// Lanes per row for group-per-row (head order).
+pub const LANES: [u32; 5] = [2, 4, 8, 16, 32];
+/// Items per thread for nnz-split (head order).
+pub const ITEMS: [u32; 5] = [1, 2, 4, 8, 16];
+/// Unroll factors (head order); block-per-row allows only 1 and 4.
+pub const UNROLLS: [u32; 3] = [1, 2, 4];
+/// `__ldg` choice (head order).
+pub const LDG: [bool; 2] = [true, false];
+/// Value-type one-hot order.
+pub const VALUE_TYPES: [ValueType; 2] = ValueType::ALL;
+/// Number of network inputs: features + value one-hot.
+pub const INPUTS: usize = 18 + 2;
+/// Length of [`encode_variant`].
+pub const VARIANT_ENCODING: usize = 4 + 3 + 5 + 5 + 3 + 2;
+/// Logit added to masked actions (exp underflows to exactly 0).
+pub const MASKED: f32 = -1e9;
+
+/// Per-feature transform applied before the z-score, in
+/// [`Features::NAMES`] order: `log1p` for size-like features (counts, row
+/// lengths, ratios that span decades), `log` (of `max(x, 1e-12)`) for the
+/// density, identity for bounded shares.
+pub const FEATURE_TRANSFORMS: [&str; 18] = [
+    "log1p",    // rows
+    "log1p",    // cols
+    "log1p",    // nnz
+    "log",      // density
+    "log1p",    // mean_row
+    "log1p",    // std_row
+    "log1p",    // cv_row
+    "log1p",    // min_row
+    "log1p",    // max_row
+    "log1p",    // p50_row
+    "log1p",    // p90_row
+    "log1p",    // p99_row
+    "identity", // gini_row
+    "identity", // empty_share
+    "log1p",    // max_over_mean
+    "identity", // diag_dist
+    "identity", // x_segments_per_nnz
+    "identity", // block4_density
+];
+
+/// Applies [`FEATURE_TRANSFORMS`] (not the z-score).
+pub fn transform_features(raw: &[f64]) -> Vec<f64> {
+    raw.iter()
+        .zip(FEATURE_TRANSFORMS)
+        .map(|(&x, t)| {
+            let x = if x.is_finite() { x } else { 0.0 };
+            match t {
+                "log1p" => x.max(0.0).ln_1p(),
+                "log" => x.max(1e-12).ln(),
+                _ => x,
+            }
+        })
+        .collect()
+}
+
+/// The network input: transformed, z-scored features (`raw` in
+/// [`Features::NAMES`] order) followed by the value-type one-hot.
+pub fn network_input(raw: &[f64], value: ValueType, mean: &[f64], std: &[f64]) -> Vec<f64> {
+    let mut x: Vec<f64> = transform_features(raw)
+        .iter()
+        .zip(mean)
+        .zip(std)
+        .map(|((v, m), s)| (v - m) / s)
+        .collect();
+    x.extend(
+        VALUE_TYPES
+            .iter()
+            .map(|&v| if v == value { 1.0 } else { 0.0 }),
+    );
+    x
+}
+
+/// Action indices of a variant of the core space: `(strategy, block,
+/// lanes, items, unroll, ldg)`; the heads a strategy does not use hold 0.
+/// `None` when a parameter is outside the vocabulary.
+pub fn actions_of(v: &Variant) -> Option<[usize; 6]> {
+    let v = v.canonical();
+    let s = STRATEGIES.iter().position(|&x| x == v.strategy)?;
+    let b = BLOCKS.iter().position(|&x| x == v.block)?;
+    let l = match v.strategy {
+        Strategy::GroupPerRow => LANES.iter().position(|&x| x == v.lanes)?,
+        _ => 0,
+    };
+    let i = match v.strategy {
+        Strategy::NnzSplit => ITEMS.iter().position(|&x| x == v.items)?,
+        _ => 0,
+    };
+    let u = match v.strategy {
+        Strategy::NnzSplit => 0,
+        Strategy::BlockPerRow if v.unroll == 2 => return None,
+        _ => UNROLLS.iter().position(|&x| x == v.unroll)?,
+    };
+    let g = LDG.iter().position(|&x| x == v.ldg_x)?;
+    if v.stream_y || v.min_blocks != 0 {
+        return None;
+    }
+    Some([s, b, l, i, u, g])
+}
+
+/// The variant chosen by action indices (unused heads ignored).
+pub fn variant_of(a: [usize; 6]) -> Variant {
+    let strategy = STRATEGIES[a[0]];
+    let mut v = Variant {
+        block: BLOCKS[a[1]],
+        ldg_x: LDG[a[5]],
+        ..Variant::of(strategy)
+    };
+    match strategy {
+        Strategy::GroupPerRow => {
+            v.lanes = LANES[a[2]];
+            v.unroll = UNROLLS[a[4]];
+        }
+        Strategy::NnzSplit => v.items = ITEMS[a[3]],
+        _ => v.unroll = UNROLLS[a[4]],
+    }
+    v.canonical()
+}
+
+/// Which heads a strategy uses: `[block, lanes, items, unroll, ldg]`.
+pub fn heads_used(s: Strategy) -> [bool; 5] {
+    match s {
+        Strategy::ThreadPerRow | Strategy::BlockPerRow => [true, false, false, true, true],
+        Strategy::GroupPerRow => [true, true, false, true, true],
+        Strategy::NnzSplit => [true, false, true, false, true],
+    }
+}
+
+/// Additive logit mask of the unroll head for a strategy (block-per-row:
+/// unroll 2 is not in the space).
+pub fn unroll_mask(s: Strategy) -> [f32; 3] {
+    if s == Strategy::BlockPerRow {
+        [0.0, MASKED, 0.0]
+    } else {
+        [0.0; 3]
+    }
+}
+
+/// Variant encoding for the cost head: one-hots of strategy (4), block (3),
+/// lanes (5), items (5), unroll (3), ldg (2). Parameters a strategy does not
+/// use, or values outside the vocabulary, leave their group all zero.
+pub fn encode_variant(v: &Variant) -> [f32; VARIANT_ENCODING] {
+    let v = v.canonical();
+    let mut e = [0.0f32; VARIANT_ENCODING];
+    let mut set = |off: usize, idx: Option<usize>| {
+        if let Some(i) = idx {
+            e[off + i] = 1.0;
+        }
+    };
+    set(0, STRATEGIES.iter().position(|&x| x == v.strategy));
+    set(4, BLOCKS.iter().position(|&x| x == v.block));
+    if v.strategy == Strategy::GroupPerRow {
+        set(7, LANES.iter().position(|&x| x == v.lanes));
+    }
+    if v.strategy == Strategy::NnzSplit {
+        set(12, ITEMS.iter().position(|&x| x == v.items));
+    } else {
+        set(17, UNROLLS.iter().position(|&x| x == v.unroll));
+    }
+    set(20, LDG.iter().position(|&x| x == v.ldg_x));
+    e
+}
+
+/// Errors loading a policy file.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// File access.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// file
+        path: String,
+        /// cause
+        source: std::io::Error,
+    },
+    /// Not JSON of the expected shape.
+    #[error("policy file is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// JSON, but inconsistent.
+    #[error("invalid policy file: {0}")]
+    Invalid(String),
+}
+
+/// One dense layer: `y = W x + b`, `W` row-major `outputs x inputs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerFile {
+    /// Input width.
+    pub inputs: usize,
+    /// Output width.
+    pub outputs: usize,
+    /// Weights, row-major, `outputs * inputs` values.
+    pub weight: Vec<f32>,
+    /// Bias, `outputs` values.
+    pub bias: Vec<f32>,
+}
+
+impl LayerFile {
+    fn apply(&self, x: &[f64]) -> Vec<f64> {
+        (0..self.outputs)
+            .map(|o| {
+                let row = &self.weight[o * self.inputs..(o + 1) * self.inputs];
+                let mut acc = self.bias[o] as f64;
+                for (w, v) in row.iter().zip(x) {
+                    acc += *w as f64 * v;
+                }
+                acc
+            })
+            .collect()
+    }
+}
+
+/// The action vocabulary, recorded in the file and checked on load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionVocabulary {
+    /// Strategy head.
+    pub strategy: Vec<Strategy>,
+    /// Block head.
+    pub block: Vec<u32>,
+    /// Lanes head (group-per-row).
+    pub lanes: Vec<u32>,
+    /// Items head (nnz-split).
+    pub items: Vec<u32>,
+    /// Unroll head (block-per-row: 1 and 4 only).
+    pub unroll: Vec<u32>,
+    /// `__ldg` head.
+    pub ldg_x: Vec<bool>,
+}
+
+impl ActionVocabulary {
+    /// The vocabulary of this code.
+    pub fn current() -> ActionVocabulary {
+        ActionVocabulary {
+            strategy: STRATEGIES.to_vec(),
+            block: BLOCKS.to_vec(),
+            lanes: LANES.to_vec(),
+            items: ITEMS.to_vec(),
+            unroll: UNROLLS.to_vec(),
+            ldg_x: LDG.to_vec(),
+        }
+    }
+}
+
+/// A policy file (the export of `train`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyFile {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Training round (policy generation).
+    pub round: u32,
+    /// GPU of the training dataset.
+    pub gpu: String,
+    /// Copy bandwidth of that GPU, GB/s (the reference of proposal scores).
+    pub copy_gbs: f64,
+    /// sha256 of the dataset file trained on (hex).
+    pub dataset_sha256: String,
+    /// Matrices held out of training (by name).
+    pub holdout_names: Vec<String>,
+    /// Structure classes held out of training.
+    pub holdout_classes: Vec<String>,
+    /// Training seed.
+    pub seed: u64,
+    /// Training algorithm and hyper-parameters, for the record.
+    pub algorithm: String,
+    /// Hidden activation (`tanh`).
+    pub activation: String,
+    /// Feature names (must equal [`Features::NAMES`]).
+    pub feature_names: Vec<String>,
+    /// Per-feature transform (must equal [`FEATURE_TRANSFORMS`]).
+    pub feature_transform: Vec<String>,
+    /// Z-score mean of the transformed features.
+    pub feature_mean: Vec<f64>,
+    /// Z-score standard deviation of the transformed features.
+    pub feature_std: Vec<f64>,
+    /// Value-type one-hot order.
+    pub value_types: Vec<ValueType>,
+    /// Action vocabulary (head orders).
+    pub actions: ActionVocabulary,
+    /// Cost head output scale: `ln GB/s = cost_mean + cost_std * output`.
+    pub cost_mean: f64,
+    /// See `cost_mean`.
+    pub cost_std: f64,
+    /// Layers by name: trunk1, trunk2, strategy, block, lanes, items,
+    /// unroll, ldg_x, value, cost1, cost2, cost3.
+    pub layers: BTreeMap<String, LayerFile>,
+    /// Training report (free-form, informational).
+    #[serde(default)]
+    pub report: serde_json::Value,
+}
+
+/// Head probabilities for one strategy's conditioned heads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionedProbs {
+    /// Block head.
+    pub block: Vec<f64>,
+    /// Lanes head.
+    pub lanes: Vec<f64>,
+    /// Items head.
+    pub items: Vec<f64>,
+    /// Unroll head (masked entries are 0).
+    pub unroll: Vec<f64>,
+    /// `__ldg` head.
+    pub ldg_x: Vec<f64>,
+}
+
+/// Every head's probabilities for one input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadProbs {
+    /// Strategy head.
+    pub strategy: Vec<f64>,
+    /// Conditioned heads, per strategy (in [`STRATEGIES`] order).
+    pub conditioned: Vec<ConditionedProbs>,
+}
+
+impl HeadProbs {
+    /// Joint probability of a variant (product of the relevant heads); 0
+    /// outside the vocabulary.
+    pub fn joint(&self, v: &Variant) -> f64 {
+        let Some(a) = actions_of(v) else { return 0.0 };
+        let c = &self.conditioned[a[0]];
+        let used = heads_used(STRATEGIES[a[0]]);
+        let mut p = self.strategy[a[0]] * c.block[a[1]] * c.ldg_x[a[5]];
+        if used[1] {
+            p *= c.lanes[a[2]];
+        }
+        if used[2] {
+            p *= c.items[a[3]];
+        }
+        if used[3] {
+            p *= c.unroll[a[4]];
+        }
+        p
+    }
+}
+
+fn softmax(logits: &[f64], mask: Option<&[f32]>) -> Vec<f64> {
+    let l: Vec<f64> = logits
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| x + mask.map_or(0.0, |m| m[i] as f64))
+        .collect();
+    let max = l.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = l.iter().map(|&x| (x - max).exp()).collect();
+    let s: f64 = e.iter().sum();
+    e.into_iter().map(|x| x / s).collect()
+}
+
+/// The learned policy (pure-Rust inference of a [`PolicyFile`]).
+#[derive(Debug, Clone)]
+pub struct LearnedPolicy {
+    file: PolicyFile,
+}
+
+const LAYER_NAMES: [&str; 12] = [
+    "trunk1", "trunk2", "strategy", "block", "lanes", "items", "unroll", "ldg_x", "value", "cost1",
+    "cost2", "cost3",
+];
+
+impl LearnedPolicy {
+    /// Parses and validates a policy file.
+    pub fn from_json(text: &str) -> Result<LearnedPolicy, PolicyError> {
+        LearnedPolicy::new(serde_json::from_str(text)?)
+    }
+
+    /// Reads a policy file.
+    pub fn load(path: &Path) -> Result<LearnedPolicy, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        LearnedPolicy::from_json(&text)
+    }
+
+    /// Validates a parsed file.
+    pub fn new(file: PolicyFile) -> Result<LearnedPolicy, PolicyError> {
+        let bad = |m: String| Err(PolicyError::Invalid(m));
+        if file.format != FORMAT {
+            return bad(format!("format {:?}, expected {FORMAT:?}", file.format));
+        }
+        if file.feature_names != Features::NAMES {
+            return bad("feature names differ from this code's".into());
+        }
+        if file.feature_transform != FEATURE_TRANSFORMS {
+            return bad("feature transforms differ from this code's".into());
+        }
+        if file.value_types != VALUE_TYPES {
+            return bad("value-type order differs from this code's".into());
+        }
+        if file.actions != ActionVocabulary::current() {
+            return bad("action vocabulary differs from this code's".into());
+        }
+        if file.activation != "tanh" {
+            return bad(format!("activation {:?} (only tanh)", file.activation));
+        }
+        if file.feature_mean.len() != 18 || file.feature_std.len() != 18 {
+            return bad("feature normalisation must have 18 entries".into());
+        }
+        let finite = |x: &f64| x.is_finite();
+        if !file.feature_mean.iter().all(finite)
+            || !file.feature_std.iter().all(|s| s.is_finite() && *s > 0.0)
+            || !(file.copy_gbs.is_finite() && file.copy_gbs > 0.0)
+            || !file.cost_mean.is_finite()
+            || !(file.cost_std.is_finite() && file.cost_std > 0.0)
+        {
+            return bad("normalisation constants must be finite (and scales positive)".into());
+        }
+        let h = match file.layers.get("trunk1") {
+            Some(l) => l.outputs,
+            None => return bad("missing layer trunk1".into()),
+        };
+        let c = match file.layers.get("cost1") {
+            Some(l) => l.outputs,
+            None => return bad("missing layer cost1".into()),
+        };
+        let want: [(usize, usize); 12] = [
+            (INPUTS, h),
+            (h, h),
+            (h, 4),
+            (h + 4, 3),
+            (h + 4, 5),
+            (h + 4, 5),
+            (h + 4, 3),
+            (h + 4, 2),
+            (h, 1),
+            (INPUTS + VARIANT_ENCODING, c),
+            (c, c),
+            (c, 1),
+        ];
+        for (name, (i, o)) in LAYER_NAMES.iter().zip(want) {
+            let Some(l) = file.layers.get(*name) else {
+                return bad(format!("missing layer {name}"));
+            };
+            if l.inputs != i || l.outputs != o || l.weight.len() != i * o || l.bias.len() != o {
+                return bad(format!(
+                    "layer {name}: expected {i} -> {o} with {} weights and {o} biases",
+                    i * o
+                ));
+            }
+            if !l.weight.iter().chain(&l.bias).all(|x| x.is_finite()) {
+                return bad(format!("layer {name} has non-finite weights"));
+            }
+        }
+        if h == 0 || c == 0 {
+            return bad("hidden layers must not be empty".into());
+        }
+        Ok(LearnedPolicy { file })
+    }
+
+    /// The parsed file.
+    pub fn file(&self) -> &PolicyFile {
+        &self.file
+    }
+
+    fn layer(&self, name: &str) -> &LayerFile {
+        // Presence checked in `new`.
+        &self.file.layers[name]
+    }
+
+    /// The network input for a matrix: normalised features and the value one-hot.
+    pub fn input(&self, features: &Features, value: ValueType) -> Vec<f64> {
+        network_input(
+            &features.to_vec(),
+            value,
+            &self.file.feature_mean,
+            &self.file.feature_std,
+        )
+    }
+
+    fn trunk(&self, x: &[f64]) -> Vec<f64> {
+        let h: Vec<f64> = self
+            .layer("trunk1")
+            .apply(x)
+            .into_iter()
+            .map(f64::tanh)
+            .collect();
+        self.layer("trunk2")
+            .apply(&h)
+            .into_iter()
+            .map(f64::tanh)
+            .collect()
+    }
+
+    /// Probabilities of every head for a matrix.
+    pub fn head_probs(&self, features: &Features, value: ValueType) -> HeadProbs {
+        let h = self.trunk(&self.input(features, value));
+        let strategy = softmax(&self.layer("strategy").apply(&h), None);
+        let conditioned = STRATEGIES
+            .iter()
+            .enumerate()
+            .map(|(si, &s)| {
+                let mut hc = h.clone();
+                hc.extend((0..4).map(|j| if j == si { 1.0 } else { 0.0 }));
+                ConditionedProbs {
+                    block: softmax(&self.layer("block").apply(&hc), None),
+                    lanes: softmax(&self.layer("lanes").apply(&hc), None),
+                    items: softmax(&self.layer("items").apply(&hc), None),
+                    unroll: softmax(&self.layer("unroll").apply(&hc), Some(&unroll_mask(s))),
+                    ldg_x: softmax(&self.layer("ldg_x").apply(&hc), None),
+                }
+            })
+            .collect();
+        HeadProbs {
+            strategy,
+            conditioned,
+        }
+    }
+
+    /// Every variant of [`core_space`] with its joint probability (sums to 1).
+    pub fn variant_probs(&self, features: &Features, value: ValueType) -> Vec<(Variant, f64)> {
+        let p = self.head_probs(features, value);
+        core_space().into_iter().map(|v| (v, p.joint(&v))).collect()
+    }
+
+    /// The cost head's raw output (normalised ln GB/s).
+    fn cost_raw(&self, x: &[f64], variant: &Variant) -> f64 {
+        let mut xc = x.to_vec();
+        xc.extend(encode_variant(variant).iter().map(|&e| e as f64));
+        let h: Vec<f64> = self
+            .layer("cost1")
+            .apply(&xc)
+            .into_iter()
+            .map(f64::tanh)
+            .collect();
+        let h: Vec<f64> = self
+            .layer("cost2")
+            .apply(&h)
+            .into_iter()
+            .map(f64::tanh)
+            .collect();
+        self.layer("cost3").apply(&h)[0]
+    }
+
+    /// The cost head's predicted natural log of GB/s.
+    pub fn predicted_ln_gbs(
+        &self,
+        features: &Features,
+        value: ValueType,
+        variant: &Variant,
+    ) -> f64 {
+        let raw = self.cost_raw(&self.input(features, value), variant);
+        self.file.cost_mean + self.file.cost_std * raw
+    }
+
+    /// The cost head's predicted GB/s of `variant` on a matrix. Parameters
+    /// outside the action vocabulary are encoded as "unknown" (all-zero
+    /// one-hot group), so the estimate is rougher for them.
+    pub fn predicted_gbs(&self, features: &Features, value: ValueType, variant: &Variant) -> f64 {
+        self.predicted_ln_gbs(features, value, variant).exp()
+    }
+}
+
+impl Policy for LearnedPolicy {
+    fn name(&self) -> &str {
+        "learned"
+    }
+
+    /// Ranks the core space by joint probability (ties keep core-space
+    /// order); `score` is the cost head's predicted GB/s over the dataset's
+    /// copy bandwidth, clamped to `[1e-6, 1]`.
+    fn propose(&self, features: &Features, value: ValueType, k: usize) -> Vec<Proposal> {
+        let x = self.input(features, value);
+        let mut all = self.variant_probs(features, value);
+        all.sort_by(|a, b| b.1.total_cmp(&a.1));
+        all.truncate(k);
+        all.into_iter()
+            .map(|(variant, _)| {
+                let gbs =
+                    (self.file.cost_mean + self.file.cost_std * self.cost_raw(&x, &variant)).exp();
+                Proposal {
+                    variant,
+                    score: (gbs / self.file.copy_gbs).clamp(1e-6, 1.0),
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_roundtrip_over_the_core_space() {
+        let space = core_space();
+        for v in &space {
+            let a = actions_of(v).unwrap_or_else(|| panic!("{v} not in vocabulary"));
+            assert_eq!(variant_of(a), *v);
+        }
+        let mut s = Variant::of(Strategy::BlockPerRow);
+        s.unroll = 2;
+        assert!(actions_of(&s).is_none());
+    }
+
+    #[test]
+    fn encodings_are_distinct() {
+        let set: std::collections::HashSet<_> = core_space()
+            .iter()
+            .map(|v| {
+                encode_variant(v)
+                    .iter()
+                    .map(|x| *x as u8)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(set.len(), 150);
+    }
+}
