@@ -1,1 +1,59 @@
-fn main() {}
+//! `cargo xtask`: SparseRL's developer and release workflows.
+//!
+//! One module per command. Commands that need a GPU (`gpu-check`, `retune`,
+//! `collect`, `bench`) are plain binaries too: build with
+//! `cargo build --release -p xtask` and run `target/release/xtask <command>`
+//! on the GPU machine.
+
+mod bench;
+mod common;
+mod cusparse;
+mod demo;
+mod explain;
+mod gpu_check;
+mod provision;
+mod retune;
+mod test;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "xtask", about = "SparseRL developer workflows")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install NVRTC and ptxas from the PyPI wheels into `.tools/cuda` (no GPU needed).
+    Provision(provision::Args),
+    /// Provision, then run formatting and lint checks and every test.
+    Test(test::Args),
+    /// Build example-app, report the generated kernels, run it when a GPU is present.
+    Demo(demo::Args),
+    /// Check every generator variant against a float64 reference on a GPU.
+    GpuCheck(gpu_check::Args),
+    /// Re-run the measured search on this GPU and write the lock file.
+    Retune(retune::Args),
+    /// Measure the design space over a corpus and write a training dataset.
+    Collect(retune::CollectArgs),
+    /// Side-by-side benchmark: ours vs cuSPARSE vs template rule vs copy bandwidth.
+    Bench(bench::Args),
+    /// Show every measurement behind a kernel's choice.
+    Explain(explain::Args),
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Provision(a) => provision::run(a).map(|_| ()),
+        Cmd::Test(a) => test::run(a),
+        Cmd::Demo(a) => demo::run(a),
+        Cmd::GpuCheck(a) => gpu_check::run(a),
+        Cmd::Retune(a) => retune::run(a),
+        Cmd::Collect(a) => retune::collect(a),
+        Cmd::Bench(a) => bench::run(a),
+        Cmd::Explain(a) => explain::run(a),
+    }
+}
