@@ -427,12 +427,13 @@ impl LearnedPolicy {
             return bad("feature normalisation must have 18 entries".into());
         }
         let finite = |x: &f64| x.is_finite();
-        if !file.feature_mean.iter().all(finite)
-            || !file.feature_std.iter().all(|s| s.is_finite() && *s > 0.0)
-            || !(file.copy_gbs.is_finite() && file.copy_gbs > 0.0)
-            || !file.cost_mean.is_finite()
-            || !(file.cost_std.is_finite() && file.cost_std > 0.0)
-        {
+        let positive = |x: &f64| x.is_finite() && *x > 0.0;
+        let ok = file.feature_mean.iter().all(finite)
+            && file.feature_std.iter().all(positive)
+            && positive(&file.copy_gbs)
+            && finite(&file.cost_mean)
+            && positive(&file.cost_std);
+        if !ok {
             return bad("normalisation constants must be finite (and scales positive)".into());
         }
         let h = match file.layers.get("trunk1") {

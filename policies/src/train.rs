@@ -682,39 +682,7 @@ pub fn train(
         reports.push(rep);
     }
 
-    let vocab = ActionVocabulary::current();
-    let file = PolicyFile {
-        format: net::FORMAT.to_string(),
-        round: cfg.round,
-        gpu: ds.gpu.clone(),
-        copy_gbs: ds.copy_gbs,
-        dataset_sha256: cfg.dataset_sha256.clone(),
-        holdout_names: cfg.holdout_names.clone(),
-        holdout_classes: cfg.holdout_classes.clone(),
-        seed: cfg.seed,
-        algorithm: format!(
-            "reinforce+baseline epochs={} samples={} cost_steps={} lr={} entropy={} value={} hidden={} cost_hidden={}",
-            cfg.epochs,
-            cfg.samples,
-            cfg.cost_steps,
-            cfg.lr,
-            cfg.entropy_coef,
-            cfg.value_coef,
-            cfg.hidden,
-            cfg.cost_hidden
-        ),
-        activation: "tanh".into(),
-        feature_names: Features::NAMES.iter().map(|s| s.to_string()).collect(),
-        feature_transform: FEATURE_TRANSFORMS.iter().map(|s| s.to_string()).collect(),
-        feature_mean: mean,
-        feature_std: std,
-        value_types: VALUE_TYPES.to_vec(),
-        actions: vocab,
-        cost_mean: net.cost_mean,
-        cost_std: net.cost_std,
-        layers: net.export_layers(),
-        report: serde_json::Value::Null,
-    };
+    let file = export(&net, mean, std, ds, cfg);
     let policy = crate::LearnedPolicy::new(file.clone())
         .map_err(|e| TrainError::Data(format!("export does not load: {e}")))?;
     let train_sum = summarize(&policy, &train_recs, ds.copy_gbs);
@@ -740,6 +708,49 @@ pub fn train(
             .map(|r| format!("{}/{}", r.name, r.value))
             .collect(),
     })
+}
+
+/// The policy file of `net` with the given feature normalisation, provenance
+/// from `ds` and `cfg` (the report is left empty).
+pub fn export(
+    net: &Net,
+    feature_mean: Vec<f64>,
+    feature_std: Vec<f64>,
+    ds: &Dataset,
+    cfg: &TrainConfig,
+) -> PolicyFile {
+    PolicyFile {
+        format: net::FORMAT.to_string(),
+        round: cfg.round,
+        gpu: ds.gpu.clone(),
+        copy_gbs: ds.copy_gbs,
+        dataset_sha256: cfg.dataset_sha256.clone(),
+        holdout_names: cfg.holdout_names.clone(),
+        holdout_classes: cfg.holdout_classes.clone(),
+        seed: cfg.seed,
+        algorithm: format!(
+            "reinforce+baseline epochs={} samples={} cost_steps={} lr={} entropy={} value={} hidden={} cost_hidden={}",
+            cfg.epochs,
+            cfg.samples,
+            cfg.cost_steps,
+            cfg.lr,
+            cfg.entropy_coef,
+            cfg.value_coef,
+            cfg.hidden,
+            cfg.cost_hidden
+        ),
+        activation: "tanh".into(),
+        feature_names: Features::NAMES.iter().map(|s| s.to_string()).collect(),
+        feature_transform: FEATURE_TRANSFORMS.iter().map(|s| s.to_string()).collect(),
+        feature_mean,
+        feature_std,
+        value_types: VALUE_TYPES.to_vec(),
+        actions: ActionVocabulary::current(),
+        cost_mean: net.cost_mean,
+        cost_std: net.cost_std,
+        layers: net.export_layers(),
+        report: serde_json::Value::Null,
+    }
 }
 
 /// Reward of `v` on a prepared record: measured, else `None`.
