@@ -472,8 +472,7 @@ pub fn train(
 
     // Cost-head rows: every correct measurement of the training records.
     let (mut cx, mut cv, mut cy) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, rec) in ds.matrices.iter().filter(|r| !held(r)).enumerate() {
-        let _ = i;
+    for rec in ds.matrices.iter().filter(|r| !held(r)) {
         let Some(p) = prepare(ds, rec) else { continue };
         let x = input_of(&p);
         for r in &rec.results {
