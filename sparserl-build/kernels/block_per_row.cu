@@ -6,7 +6,7 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     T* __restrict__ y) {
     (void)cols;
     (void)nnz;
-    __shared__ T warp_sums[BLOCK / 32];
+    __shared__ ACC warp_sums[BLOCK / 32];
     const unsigned lane = threadIdx.x & 31u;
     const unsigned warp = threadIdx.x >> 5;
     // The row loop is uniform across the block, so the barriers are safe.
@@ -15,7 +15,7 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
         const int row = (int)r;
         const int start = indptr[row];
         const unsigned len = (unsigned)(indptr[row + 1] - start);
-        T sum = row_dot<(unsigned)BLOCK, UNROLL>(indices + start, values + start, x,
+        ACC sum = row_dot<(unsigned)BLOCK, UNROLL>(indices + start, values + start, x,
                                                  threadIdx.x, len);
         sum = group_reduce<32>(sum, SPARSERL_FULL_MASK);
         if (lane == 0) {
@@ -23,10 +23,10 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
         }
         __syncthreads();
         if (warp == 0) {
-            T v = lane < BLOCK / 32 ? warp_sums[lane] : T(0);
+            ACC v = lane < BLOCK / 32 ? warp_sums[lane] : ACC(0);
             v = group_reduce<32>(v, SPARSERL_FULL_MASK);
             if (lane == 0) {
-                store_y(y, row, v);
+                store_y(y, row, (T)v);
             }
         }
         // warp_sums is reused by the next row.

@@ -17,6 +17,11 @@
 // Value type of values, x and y.
 typedef T sparserl_value_t;
 
+// Accumulator type: products are summed in double for both value types, so
+// long rows with cancellation stay within float rounding of a float64
+// reference (SpMV is memory-bound: the wider arithmetic costs no bandwidth).
+typedef double ACC;
+
 // __launch_bounds__(BLOCK[, MIN_BLOCKS]) for the entry point.
 #if MIN_BLOCKS > 0
 #define SPARSERL_LAUNCH_BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)
@@ -62,8 +67,8 @@ __device__ __forceinline__ void store_y(T* __restrict__ y, int i, T v) {
 // Sum over a group of WIDTH consecutive lanes (WIDTH a power of two <= 32,
 // groups aligned to WIDTH inside the warp). Every lane named in `mask` must
 // call it; the full sum ends up in the group's first lane.
-template <int WIDTH>
-__device__ __forceinline__ T group_reduce(T v, unsigned mask) {
+template <int WIDTH, typename V>
+__device__ __forceinline__ V group_reduce(V v, unsigned mask) {
 #pragma unroll
     for (int off = WIDTH / 2; off > 0; off >>= 1) {
         v += __shfl_down_sync(mask, v, off, WIDTH);
@@ -87,12 +92,12 @@ __device__ __forceinline__ unsigned group_mask() {
 // is computed up front in unsigned 32-bit arithmetic (len <= INT_MAX, so
 // nothing overflows) and the loop walks two pointers.
 template <unsigned STRIDE, int U>
-__device__ __forceinline__ T row_dot(const int* __restrict__ ind, const T* __restrict__ val,
-                                     const T* __restrict__ x, unsigned j, unsigned len) {
-    T acc[U];
+__device__ __forceinline__ ACC row_dot(const int* __restrict__ ind, const T* __restrict__ val,
+                                       const T* __restrict__ x, unsigned j, unsigned len) {
+    ACC acc[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-        acc[u] = T(0);
+        acc[u] = ACC(0);
     }
     const unsigned n = j < len ? (len - j + (STRIDE - 1u)) / STRIDE : 0u;
     ind += j;
@@ -100,13 +105,13 @@ __device__ __forceinline__ T row_dot(const int* __restrict__ ind, const T* __res
     for (unsigned c = n / U; c != 0u; --c) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            acc[u] += val[u * STRIDE] * load_x(x, ind[u * STRIDE]);
+            acc[u] += (ACC)val[u * STRIDE] * (ACC)load_x(x, ind[u * STRIDE]);
         }
         ind += U * STRIDE;
         val += U * STRIDE;
     }
     for (unsigned c = n % U; c != 0u; --c) {
-        acc[0] += val[0] * load_x(x, ind[0]);
+        acc[0] += (ACC)val[0] * (ACC)load_x(x, ind[0]);
         ind += STRIDE;
         val += STRIDE;
     }

@@ -24,10 +24,10 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
         const int row = (int)r;
         const int start = indptr[row];
         const unsigned len = (unsigned)(indptr[row + 1] - start);
-        T sum = row_dot<(unsigned)LANES, UNROLL>(indices + start, values + start, x, lane, len);
+        ACC sum = row_dot<(unsigned)LANES, UNROLL>(indices + start, values + start, x, lane, len);
         sum = group_reduce<LANES>(sum, mask);
         if (lane == 0) {
-            store_y(y, row, sum);
+            store_y(y, row, (T)sum);
         }
     }
 }

@@ -37,30 +37,30 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
         const int end = end64 < nnz ? (int)end64 : nnz;
         int row = sparserl_row_of(indptr, rows, begin);
         int row_end = indptr[row + 1];
-        T sum = T(0);
+        ACC sum = ACC(0);
         if (end <= row_end) {
             // Fast path: the whole chunk lies in one row.
-#pragma unroll
+#pragma unroll 4
             for (int i = 0; i < ITEMS; ++i) {
                 const int k = begin + i;
                 if (k < end) {
-                    sum += values[k] * load_x(x, indices[k]);
+                    sum += (ACC)values[k] * (ACC)load_x(x, indices[k]);
                 }
             }
         } else {
             for (int k = begin; k < end; ++k) {
                 if (k >= row_end) {
-                    atomicAdd(&y[row], sum);
-                    sum = T(0);
+                    atomicAdd(&y[row], (T)sum);
+                    sum = ACC(0);
                     // Skip empty rows; k < nnz = indptr[rows] bounds the walk.
                     do {
                         ++row;
                         row_end = indptr[row + 1];
                     } while (k >= row_end);
                 }
-                sum += values[k] * load_x(x, indices[k]);
+                sum += (ACC)values[k] * (ACC)load_x(x, indices[k]);
             }
         }
-        atomicAdd(&y[row], sum);
+        atomicAdd(&y[row], (T)sum);
     }
 }

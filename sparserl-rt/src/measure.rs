@@ -215,7 +215,15 @@ struct BenchState<T: Scalar> {
     rng: ChaCha8Rng,
     /// Next copy to use when rotating.
     next: usize,
+    /// Checking inputs with their float64 references, drawn lazily; checks
+    /// cycle through them so consecutive checks use different inputs while
+    /// large matrices do not pay a CPU reference SpMV per check.
+    checks: Vec<(Vec<T>, Vec<f64>)>,
+    next_check: usize,
 }
+
+/// Distinct random inputs (with precomputed references) a [`Bench`] cycles through.
+pub const CHECK_INPUTS: usize = 4;
 
 /// One matrix uploaded to one GPU, with rotating `x`/`y` buffers, ready to
 /// check and time compiled variants of the kernel ABI.
@@ -268,6 +276,8 @@ impl<T: Scalar> Bench<T> {
                 ys,
                 rng,
                 next: 0,
+                checks: Vec::new(),
+                next_check: 0,
             }),
         })
     }
@@ -291,16 +301,24 @@ impl<T: Scalar> Bench<T> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Runs `func` once on a fresh random `x` with `y` poisoned with NaN and
+    /// Runs `func` once on the next of [`CHECK_INPUTS`] seeded random inputs
+    /// `x` (different from the previous check's) with `y` poisoned with NaN and
     /// returns the relative error against [`Csr::spmv_f64`] of `x` rounded
     /// to `T` (see [`rel_err`]; compare with [`tolerance`]).
     pub fn check(&self, func: &CudaFunction, variant: &Variant) -> Result<f64, RtError> {
         let mut st = self.lock();
         let st = &mut *st;
         let stream = self.gpu.stream();
-        let x: Vec<T> = random_x(&mut st.rng, self.csr.cols());
-        let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-        let reference = self.csr.spmv_f64(&x64);
+        if st.checks.len() < CHECK_INPUTS {
+            let x: Vec<T> = random_x(&mut st.rng, self.csr.cols());
+            let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+            let reference = self.csr.spmv_f64(&x64);
+            st.checks.push((x, reference));
+        }
+        let slot = st.next_check % st.checks.len();
+        st.next_check = st.next_check.wrapping_add(1);
+        let (x, reference) = &st.checks[slot];
+        let (x, reference) = (x.clone(), reference.clone());
         let poison = vec![T::from_f64(f64::NAN); self.csr.rows()];
         stream.memcpy_htod(&x, &mut st.xs[0])?;
         stream.memcpy_htod(&poison, &mut st.ys[0])?;

@@ -152,7 +152,7 @@ impl Variant {
 
     /// Checks the parameter ranges; returns a description of the first violation.
     pub fn validate(&self) -> Result<(), String> {
-        if self.block % 32 != 0 || !(64..=1024).contains(&self.block) {
+        if !self.block.is_multiple_of(32) || !(64..=1024).contains(&self.block) {
             return Err(format!(
                 "block {} is not a multiple of 32 in 64..=1024",
                 self.block
@@ -174,6 +174,13 @@ impl Variant {
         }
         if self.min_blocks > 8 {
             return Err(format!("min_blocks {} is above 8", self.min_blocks));
+        }
+        if self.block * self.min_blocks > 512 {
+            // Fewer than 128 registers per thread: the wider kernels spill.
+            return Err(format!(
+                "block {} x min_blocks {} exceeds 512 threads per SM of register budget",
+                self.block, self.min_blocks
+            ));
         }
         Ok(())
     }

@@ -77,25 +77,27 @@ pub fn manifest_classes(dir: &Path) -> HashMap<String, String> {
     out
 }
 
-/// Reads every Matrix Market file of `dir`.
+/// Reads every Matrix Market file of `dir`; unreadable or empty ones are
+/// skipped with a message on stderr.
 pub fn load_real_matrices(dir: &Path) -> Result<Vec<Named>> {
     let classes = manifest_classes(dir);
-    mtx_files(dir)?
-        .into_iter()
-        .map(|p| {
-            let name = matrix_name(&p);
-            let csr = sparserl_rt::mtx::read_matrix_market(&p)
-                .with_context(|| format!("reading {}", p.display()))?;
-            Ok(Named {
+    let mut out = Vec::new();
+    for p in mtx_files(dir)? {
+        let name = matrix_name(&p);
+        match sparserl_rt::mtx::read_matrix_market(&p) {
+            Ok(csr) if csr.rows() > 0 && csr.cols() > 0 && csr.nnz() > 0 => out.push(Named {
                 class: classes
                     .get(&name)
                     .cloned()
                     .unwrap_or_else(|| "unknown".into()),
                 name,
                 csr,
-            })
-        })
-        .collect()
+            }),
+            Ok(_) => eprintln!("skipping {}: empty matrix", p.display()),
+            Err(e) => eprintln!("skipping {}: {e}", p.display()),
+        }
+    }
+    Ok(out)
 }
 
 /// Geometric mean (0 for an empty input).

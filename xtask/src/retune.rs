@@ -403,10 +403,13 @@ pub fn collect(args: CollectArgs) -> Result<()> {
             PathBuf::from("tests/fixtures/matrices")
         }
     });
-    let mut corpus = synthetic_corpus(args.quick)?;
+    // Real matrices first: they are quick, and the time guard then only
+    // trims the larger synthetic ones.
+    let mut corpus: Vec<(String, String, Csr)> = Vec::new();
     for m in load_real_matrices(&dir).with_context(|| format!("reading {}", dir.display()))? {
         corpus.push((m.name, m.class, m.csr));
     }
+    corpus.extend(synthetic_corpus(args.quick)?);
     let space = core_space();
     let policy = default_policy();
     let mut ds = Dataset {
