@@ -157,11 +157,8 @@ fn pagerank(gpu: &Gpu) -> Result<()> {
     let mut xr = vec![1.0 / n as f64; n];
     for _ in 0..iters {
         let dangling: f64 = (0..n).filter(|&j| outdeg[j] == 0).map(|j| xr[j]).sum();
-        let y = &sm * &sprs::CsVec::new(n, (0..n).collect(), xr.clone());
         let mut dense = vec![0.0; n];
-        for (i, v) in y.iter() {
-            dense[i] = *v;
-        }
+        sprs::prod::mul_acc_mat_vec_csr(sm.view(), &xr[..], &mut dense[..]);
         let base = (1.0 - d) / n as f64 + d * dangling / n as f64;
         xr = dense.iter().map(|v| base + d * v).collect();
     }

@@ -191,8 +191,9 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
             }
         };
         let opts = MeasureOptions {
+            warmup: 3,
             reps,
-            max_seconds: 1.0,
+            max_seconds: 0.5,
             ..MeasureOptions::default()
         };
         let mut out = Vec::with_capacity(self.benches.len());

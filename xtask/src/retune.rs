@@ -338,9 +338,9 @@ pub fn synthetic_corpus(quick: bool) -> Result<Vec<(String, String, Csr)>> {
             synth::power_law(200_000 / s, 8.0, 2.0, 3)?,
         ),
         (
-            "powerlaw-1m-d16-e2.1".into(),
+            "powerlaw-400k-d16-e2.1".into(),
             "power-law",
-            synth::power_law(1_000_000 / s, 16.0, 2.1, 4)?,
+            synth::power_law(400_000 / s, 16.0, 2.1, 4)?,
         ),
         (
             "powerlaw-500k-d4-e1.8".into(),
@@ -482,6 +482,10 @@ pub fn collect(args: CollectArgs) -> Result<()> {
                 t1.elapsed().as_secs_f64()
             );
             ds.matrices.push(rec);
+            // Written after every matrix: a run cut short keeps what it measured.
+            if args.append.is_none() {
+                ds.write(&args.out)?;
+            }
         }
     }
     if let Some(base) = &args.append {
