@@ -14,7 +14,10 @@
 //!    already measured are skipped. Stop when the budget (seconds or
 //!    candidates) is spent or `patience` generations bring no improvement
 //!    larger than 1%.
-//! 3. Finalists: the incumbent (best by first measurement) and up to
+//! 3. Hill climbing: every single-parameter neighbour of the best variant is
+//!    measured ([`neighbors`]); if one is better by more than 1% the climb
+//!    continues from it, while the budget lasts.
+//! 4. Finalists: the incumbent (best by first measurement) and up to
 //!    `finalists - 1` challengers are re-measured up to `rounds` times (one
 //!    round always; more while within the budget, of which 15% is reserved
 //!    for this phase) with
@@ -78,7 +81,7 @@ pub trait MeasureSource {
 pub struct Trial {
     /// Variant id.
     pub variant: Variant,
-    /// Phase: `policy`, `mutate`, `crossover`, `final`.
+    /// Phase: `policy`, `mutate`, `crossover`, `climb`, `final`.
     pub phase: String,
     /// Geometric mean GB/s over samples (0 when incorrect).
     pub gbs: f64,
@@ -125,11 +128,11 @@ impl Default for SearchConfig {
     fn default() -> Self {
         SearchConfig {
             budget_seconds: 30.0,
-            max_candidates: 96,
+            max_candidates: 160,
             initial: 12,
             parents: 4,
             children: 8,
-            patience: 3,
+            patience: 4,
             finalists: 3,
             rounds: 3,
             reps: 20,
@@ -210,6 +213,51 @@ pub fn mutate(v: &Variant, rng: &mut impl Rng) -> Variant {
         }
     }
     *v
+}
+
+/// Every variant that differs from `v` in exactly one parameter (canonical,
+/// valid, deterministic order): the neighbourhood hill climbing explores.
+pub fn neighbors(v: &Variant) -> Vec<Variant> {
+    let mut out: Vec<Variant> = Vec::new();
+    let mut push = |c: Variant| {
+        let c = c.canonical();
+        if c != *v && c.validate().is_ok() && !out.contains(&c) {
+            out.push(c);
+        }
+    };
+    for block in [64, 128, 256, 512, 1024] {
+        push(Variant { block, ..*v });
+    }
+    match v.strategy {
+        Strategy::GroupPerRow => {
+            for lanes in [2, 4, 8, 16, 32] {
+                push(Variant { lanes, ..*v });
+            }
+        }
+        Strategy::NnzSplit => {
+            for items in [1, 2, 3, 4, 6, 8, 12, 16] {
+                push(Variant { items, ..*v });
+            }
+        }
+        _ => {}
+    }
+    if v.strategy != Strategy::NnzSplit {
+        for unroll in [1, 2, 4, 8] {
+            push(Variant { unroll, ..*v });
+        }
+    }
+    push(Variant {
+        ldg_x: !v.ldg_x,
+        ..*v
+    });
+    push(Variant {
+        stream_y: !v.stream_y,
+        ..*v
+    });
+    for min_blocks in [0, 1, 2, 4] {
+        push(Variant { min_blocks, ..*v });
+    }
+    out
 }
 
 /// Uniform crossover of two parents (strategy from one of them).
@@ -336,8 +384,31 @@ pub fn search(
             break;
         }
     }
-    if over_budget(spent, seen.len()) && !stopped.starts_with("budget") {
-        stopped = "budget spent".into();
+    // Hill climbing: measure every single-parameter neighbour of the best
+    // variant, move to a better one, repeat, while the budget lasts.
+    let mut climbed = 0;
+    while !over_budget(spent, seen.len()) {
+        let Some((best, best_gbs)) = best_of(&seen) else {
+            break;
+        };
+        for n in neighbors(&best) {
+            if over_budget(spent, seen.len()) {
+                break;
+            }
+            if try_variant(n, "climb", &mut seen, &mut trials, &mut spent)? {
+                climbed += 1;
+            }
+        }
+        match best_of(&seen) {
+            Some((_, g)) if g > best_gbs * 1.01 => continue,
+            _ => break,
+        }
+    }
+    if climbed > 0 {
+        stopped = format!("{stopped}; then {climbed} neighbours of the best measured");
+    }
+    if over_budget(spent, seen.len()) && !stopped.contains("budget") {
+        stopped = format!("{stopped}; budget spent");
     }
 
     // Finalists.
@@ -611,6 +682,27 @@ mod tests {
                 out.winner, first,
                 "seed {seed}: noise flipped the incumbent"
             );
+        }
+    }
+
+    #[test]
+    fn neighbours_differ_in_one_parameter() {
+        let v = Variant::of(Strategy::NnzSplit);
+        let n = neighbors(&v);
+        assert!(n.iter().any(|w| w.items == 8 && w.block == v.block));
+        for w in &n {
+            w.validate().unwrap();
+            let diffs = [
+                w.strategy != v.strategy,
+                w.block != v.block,
+                w.lanes != v.lanes,
+                w.items != v.items,
+                w.unroll != v.unroll,
+                w.ldg_x != v.ldg_x,
+                w.stream_y != v.stream_y,
+                w.min_blocks != v.min_blocks,
+            ];
+            assert_eq!(diffs.iter().filter(|d| **d).count(), 1, "{w}");
         }
     }
 
