@@ -425,7 +425,11 @@ impl Builder {
                         lock.as_ref()
                             .is_some_and(|l| l.kernel.iter().any(|e| e.name == k.name))
                     });
-                    if !all_locked {
+                    if all_locked {
+                        self.info(&format!(
+                            "no GPU available for measuring ({why}); every kernel has a lock-file entry, nothing to measure"
+                        ));
+                    } else {
                         self.info(&format!(
                             "no GPU available for measuring ({why}); using the lock file or the policy's pick"
                         ));
