@@ -7,6 +7,13 @@ use sparserl_rt::{ValueType, Variant};
 use std::io::{Read, Write};
 use std::path::Path;
 
+/// A relative error as stored: JSON has no infinity or NaN, so a non-finite
+/// error (a variant that produced NaN or was never checked) is stored as
+/// `f64::MAX`, which fails every tolerance just the same.
+pub fn finite_err(e: f64) -> f64 {
+    if e.is_finite() { e } else { f64::MAX }
+}
+
 /// One matrix (and value type) with the measurements of every variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MatrixRecord {

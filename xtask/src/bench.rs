@@ -894,55 +894,9 @@ pub fn render_svg(rows: &[Row], path: &Path) -> Result<()> {
 // Dataset
 // ---------------------------------------------------------------------------
 
-/// One matrix of the sweep dataset.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DatasetMatrix {
-    /// Matrix name.
-    pub name: String,
-    /// Structure class.
-    pub class: String,
-    /// `f32` / `f64`.
-    pub value: String,
-    /// `Features::to_vec`.
-    pub features: Vec<f64>,
-    /// `[variant_index, gbs, rel_err, correct]` (rel_err null when not computable).
-    pub results: Vec<(usize, f64, Option<f64>, bool)>,
-}
-
-/// The sweep dataset file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Dataset {
-    /// Device name.
-    pub gpu: String,
-    /// Copy bandwidth, GB/s.
-    pub copy_gbs: f64,
-    /// Date.
-    pub date: String,
-    /// The exact command.
-    pub command: String,
-    /// `Features::NAMES`.
-    pub feature_names: Vec<String>,
-    /// The variants (`core_space()`), indexed by `results`.
-    pub variants: Vec<Variant>,
-    /// Per matrix and value type.
-    pub matrices: Vec<DatasetMatrix>,
-}
-
-fn write_dataset(ds: &Dataset, path: &Path) -> Result<()> {
-    let json = serde_json::to_vec(ds)?;
-    if path.extension().is_some_and(|e| e == "gz") {
-        use std::io::Write;
-        let f = std::fs::File::create(path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::default());
-        gz.write_all(&json)?;
-        gz.finish()
-            .with_context(|| format!("writing {}", path.display()))?;
-    } else {
-        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
-}
+// The sweep is written as a `sparserl_policies::dataset::Dataset`, the same
+// format `collect` writes and training reads.
+use sparserl_policies::dataset::{Dataset, MatrixRecord as DatasetMatrix};
 
 // ---------------------------------------------------------------------------
 // Timing helpers shared by the sweep and cuSPARSE
@@ -1494,11 +1448,11 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
     let ds = DatasetMatrix {
         name: job.name.to_string(),
         class: job.class.to_string(),
-        value: value.as_str().to_string(),
+        value,
         features: features.to_vec().to_vec(),
         results: results
             .iter()
-            .map(|&(i, g, e, c)| (i, g, Some(e).filter(|e| e.is_finite()), c))
+            .map(|&(i, g, e, c)| (i, g, sparserl_policies::dataset::finite_err(e), c))
             .collect(),
     };
     Ok((row, ds))
@@ -1837,7 +1791,8 @@ pub fn run(args: Args) -> Result<()> {
         variants: space,
         matrices: runner.data,
     };
-    write_dataset(&ds, &dataset_path)?;
+    ds.write(&dataset_path)
+        .with_context(|| format!("writing {}", dataset_path.display()))?;
     println!();
     print!("{}", render_summary_md(&report));
     println!(

@@ -461,7 +461,7 @@ pub fn collect(args: CollectArgs) -> Result<()> {
                 results.push((
                     idx,
                     if s.correct { s.gbs } else { 0.0 },
-                    s.rel_err,
+                    sparserl_policies::dataset::finite_err(s.rel_err),
                     s.correct,
                 ));
             }
