@@ -78,6 +78,26 @@ impl Csr {
         indices: Vec<u32>,
         values: Vec<f64>,
     ) -> Result<Csr, CsrError> {
+        Csr::validate_parts(rows, cols, &indptr, &indices, values.len())?;
+        Ok(Csr {
+            rows,
+            cols,
+            indptr,
+            indices,
+            values,
+        })
+    }
+
+    /// Checks CSR arrays without taking ownership: 32-bit sizes, `indptr`
+    /// length and monotonicity, matching lengths, columns in range and
+    /// strictly increasing within each row.
+    pub fn validate_parts(
+        rows: usize,
+        cols: usize,
+        indptr: &[u32],
+        indices: &[u32],
+        n_values: usize,
+    ) -> Result<(), CsrError> {
         let nnz = indices.len();
         if rows >= i32::MAX as usize || cols >= i32::MAX as usize || nnz >= i32::MAX as usize {
             return Err(CsrError::TooLarge { rows, cols, nnz });
@@ -91,17 +111,15 @@ impl Csr {
         if indptr[0] != 0 {
             return Err(CsrError::IndptrNotMonotone { row: 0 });
         }
-        for r in 0..rows {
-            if indptr[r + 1] < indptr[r] {
-                return Err(CsrError::IndptrNotMonotone { row: r });
-            }
+        if let Some(r) = (0..rows).find(|&r| indptr[r + 1] < indptr[r]) {
+            return Err(CsrError::IndptrNotMonotone { row: r });
         }
         let nnz_ptr = indptr[rows] as usize;
-        if nnz_ptr != indices.len() || nnz_ptr != values.len() {
+        if nnz_ptr != nnz || nnz_ptr != n_values {
             return Err(CsrError::NnzMismatch {
                 nnz: nnz_ptr,
-                indices: indices.len(),
-                values: values.len(),
+                indices: nnz,
+                values: n_values,
             });
         }
         for r in 0..rows {
@@ -119,13 +137,7 @@ impl Csr {
                 }
             }
         }
-        Ok(Csr {
-            rows,
-            cols,
-            indptr,
-            indices,
-            values,
-        })
+        Ok(())
     }
 
     /// Builds a matrix from triplets `(row, col, value)`; duplicates are summed,

@@ -3,7 +3,7 @@
 //! All device work of one [`Gpu`] goes through a single CUDA stream, so
 //! operations are ordered without extra synchronization.
 
-use crate::csr::{Csr, CsrError};
+use crate::csr::Csr;
 use crate::error::{RtError, is_sticky};
 use crate::features::Features;
 use crate::variant::ValueType;
@@ -214,48 +214,7 @@ pub fn validate_raw(
     if rows == 0 || cols == 0 {
         return Err(RtError::EmptyMatrix { rows, cols });
     }
-    let nnz = indices.len();
-    if rows >= i32::MAX as usize || cols >= i32::MAX as usize || nnz >= i32::MAX as usize {
-        return Err(CsrError::TooLarge { rows, cols, nnz }.into());
-    }
-    if indptr.len() != rows + 1 {
-        return Err(CsrError::IndptrLength {
-            expected: rows + 1,
-            found: indptr.len(),
-        }
-        .into());
-    }
-    if indptr[0] != 0 {
-        return Err(CsrError::IndptrNotMonotone { row: 0 }.into());
-    }
-    if let Some(r) = (0..rows).find(|&r| indptr[r + 1] < indptr[r]) {
-        return Err(CsrError::IndptrNotMonotone { row: r }.into());
-    }
-    let nnz_ptr = indptr[rows] as usize;
-    if nnz_ptr != nnz || nnz_ptr != n_values {
-        return Err(CsrError::NnzMismatch {
-            nnz: nnz_ptr,
-            indices: nnz,
-            values: n_values,
-        }
-        .into());
-    }
-    for r in 0..rows {
-        let row = &indices[indptr[r] as usize..indptr[r + 1] as usize];
-        for (k, &c) in row.iter().enumerate() {
-            if c as usize >= cols {
-                return Err(CsrError::ColumnOutOfRange {
-                    row: r,
-                    col: c,
-                    cols,
-                }
-                .into());
-            }
-            if k > 0 && row[k - 1] >= c {
-                return Err(CsrError::UnsortedRow { row: r }.into());
-            }
-        }
-    }
+    Csr::validate_parts(rows, cols, indptr, indices, n_values)?;
     Ok(())
 }
 
@@ -469,6 +428,7 @@ impl<T: Scalar> DeviceVec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::csr::CsrError;
 
     #[test]
     fn gpu_new_without_driver_is_an_error_not_a_panic() {
