@@ -199,11 +199,12 @@ pub struct BuildReport {
 
 /// Configures and runs the generation for one crate.
 ///
+/// In `build.rs`'s `main`:
+///
 /// ```no_run
-/// // build.rs
-/// fn main() {
-///     sparserl_build::Builder::from_env().run();
-/// }
+/// sparserl_build::Builder::from_env()
+///     .budget_seconds(10.0)
+///     .run();
 /// ```
 #[derive(Debug, Clone)]
 pub struct Builder {

@@ -23,10 +23,11 @@
 //!
 //! ## build.rs
 //!
+//! `build.rs` calls [`build`] from its `main` (it reports errors and exits
+//! non-zero itself):
+//!
 //! ```no_run
-//! fn main() {
-//!     sparserl_build::build();
-//! }
+//! sparserl_build::build();
 //! ```
 //!
 //! and in the crate:
