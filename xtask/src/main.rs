@@ -11,6 +11,7 @@ mod cusparse;
 mod demo;
 mod explain;
 mod gpu_check;
+mod policy;
 mod provision;
 mod retune;
 mod test;
@@ -43,6 +44,10 @@ enum Cmd {
     Bench(bench::Args),
     /// Show every measurement behind a kernel's choice.
     Explain(explain::Args),
+    /// Train a policy with libtorch (installed into `.tools/torch` if missing).
+    Train(policy::TrainArgs),
+    /// Evaluate the committed policy offline on its held-out H200 measurements.
+    EvalPolicy(policy::EvalArgs),
 }
 
 fn main() -> Result<()> {
@@ -55,5 +60,7 @@ fn main() -> Result<()> {
         Cmd::Collect(a) => retune::collect(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::Explain(a) => explain::run(a),
+        Cmd::Train(a) => policy::train(a),
+        Cmd::EvalPolicy(a) => policy::eval(a),
     }
 }

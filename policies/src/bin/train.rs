@@ -149,7 +149,29 @@ fn main() -> Result<()> {
         100.0 * out.estimated_share
     );
     println!("held-out records: {}", out.heldout_names.join(", "));
-    let json = serde_json::to_string(&out.file)?;
+    // Provenance: the exact command and the dataset it read.
+    let mut file = out.file;
+    if let Some(report) = file.report.as_object_mut() {
+        let argv: Vec<String> = std::env::args().skip(1).collect();
+        report.insert(
+            "command".into(),
+            format!(
+                "cargo run --release -p sparserl-policies --features train --bin train -- {}",
+                argv.join(" ")
+            )
+            .into(),
+        );
+        report.insert(
+            "dataset".into(),
+            serde_json::json!({
+                "file": args.dataset.as_ref().map(|p| p.display().to_string()),
+                "gpu": ds.gpu,
+                "date": ds.date,
+                "command": ds.command,
+            }),
+        );
+    }
+    let json = serde_json::to_string(&file)?;
     if let Some(dir) = args.out.parent() {
         std::fs::create_dir_all(dir).ok();
     }
