@@ -1,5 +1,8 @@
 //! `cargo xtask test`: provision the compiler, then check formatting, lints
-//! and run every test of the workspace.
+//! and run every test of the workspace; then provision libtorch and run the
+//! policy crate's training tests (feature `train`: a small policy trained on
+//! the committed H200 dataset must beat a uniformly random choice and the
+//! template rule on the held-out matrices).
 
 use anyhow::{Context, Result, bail};
 use std::process::Command;
@@ -10,6 +13,9 @@ pub struct Args {
     /// Skip `cargo fmt --check` and clippy.
     #[arg(long)]
     pub no_lint: bool,
+    /// Skip the training tests (they install libtorch, about 1.3 GB).
+    #[arg(long)]
+    pub no_train: bool,
 }
 
 fn cargo(args: &[&str], envs: &[(&str, String)]) -> Result<()> {
@@ -53,6 +59,31 @@ pub fn run(args: Args) -> Result<()> {
     }
     cargo(&["test", "--workspace", "--all-targets"], &envs)?;
     cargo(&["test", "--workspace", "--doc"], &envs)?;
+    if !args.no_train {
+        let libtorch = crate::policy::provision_torch()?;
+        let mut envs = envs.to_vec();
+        envs.push(("LIBTORCH", libtorch.display().to_string()));
+        if !args.no_lint {
+            cargo(
+                &[
+                    "clippy",
+                    "-p",
+                    "sparserl-policies",
+                    "--all-targets",
+                    "--features",
+                    "train",
+                    "--",
+                    "-D",
+                    "warnings",
+                ],
+                &envs,
+            )?;
+        }
+        cargo(
+            &["test", "-p", "sparserl-policies", "--features", "train"],
+            &envs,
+        )?;
+    }
     eprintln!("xtask test: all passed");
     Ok(())
 }
