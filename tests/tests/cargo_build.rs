@@ -54,6 +54,13 @@ fn main() {
 "#,
     )
     .unwrap();
+    // Files written in the same clock tick as the build starts look modified
+    // during the build to cargo's fingerprints: date them a minute back.
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    for f in ["Cargo.toml", "build.rs", "src/main.rs"] {
+        let file = fs::File::options().append(true).open(dir.join(f)).unwrap();
+        file.set_modified(past).unwrap();
+    }
 }
 
 fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
