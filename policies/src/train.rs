@@ -816,27 +816,7 @@ pub fn summarize(policy: &crate::LearnedPolicy, recs: &[Prepared], _copy: f64) -
 
 /// Rebuilds [`Features`] from a vector in [`Features::NAMES`] order.
 pub fn features_of(v: &[f64]) -> Features {
-    let g = |i: usize| v.get(i).copied().unwrap_or(0.0);
-    Features {
-        rows: g(0),
-        cols: g(1),
-        nnz: g(2),
-        density: g(3),
-        mean_row: g(4),
-        std_row: g(5),
-        cv_row: g(6),
-        min_row: g(7),
-        max_row: g(8),
-        p50_row: g(9),
-        p90_row: g(10),
-        p99_row: g(11),
-        gini_row: g(12),
-        empty_share: g(13),
-        max_over_mean: g(14),
-        diag_dist: g(15),
-        x_segments_per_nnz: g(16),
-        block4_density: g(17),
-    }
+    Features::from_slice(v)
 }
 
 /// Prepares a dataset's records (for evaluation outside [`train`]).

@@ -224,11 +224,44 @@ impl Features {
             self.block4_density,
         ]
     }
+
+    /// The inverse of [`Features::to_vec`]: rebuilds the features from values
+    /// in [`Features::NAMES`] order (missing trailing entries are 0).
+    pub fn from_slice(v: &[f64]) -> Features {
+        let g = |i: usize| v.get(i).copied().unwrap_or(0.0);
+        Features {
+            rows: g(0),
+            cols: g(1),
+            nnz: g(2),
+            density: g(3),
+            mean_row: g(4),
+            std_row: g(5),
+            cv_row: g(6),
+            min_row: g(7),
+            max_row: g(8),
+            p50_row: g(9),
+            p90_row: g(10),
+            p99_row: g(11),
+            gini_row: g(12),
+            empty_share: g(13),
+            max_over_mean: g(14),
+            diag_dist: g(15),
+            x_segments_per_nnz: g(16),
+            block4_density: g(17),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn from_slice_inverts_to_vec() {
+        let m = Csr::from_triplets(3, 4, &[(0, 0, 1.0), (0, 3, 2.0), (2, 1, 3.0)]).unwrap();
+        let f = Features::compute(&m);
+        assert_eq!(Features::from_slice(&f.to_vec()), f);
+    }
 
     fn close(got: &Features, want: [f64; 18]) {
         for ((name, g), w) in Features::NAMES.iter().zip(got.to_vec()).zip(want) {

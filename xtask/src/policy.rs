@@ -71,27 +71,7 @@ pub fn provision_torch() -> Result<PathBuf> {
         TORCH_WHEELS.join(" "),
         target.display()
     );
-    let python = ["python3", "python"]
-        .into_iter()
-        .find(|p| Command::new(p).arg("--version").output().is_ok())
-        .context("python3 is needed to install libtorch")?;
-    let status = Command::new(python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--upgrade",
-            "--target",
-        ])
-        .arg(&target)
-        .args(TORCH_WHEELS)
-        .status()
-        .context("running pip")?;
-    if !status.success() {
-        bail!("pip failed to install {}", TORCH_WHEELS.join(" "));
-    }
+    crate::provision::pip_install(&target, TORCH_WHEELS)?;
     if !libtorch.join("lib/libtorch_cpu.so").exists() {
         bail!(
             "the wheels did not provide {}",
@@ -223,27 +203,7 @@ fn sha256_file(p: &Path) -> Result<String> {
 }
 
 fn features_of(v: &[f64]) -> Features {
-    let g = |i: usize| v.get(i).copied().unwrap_or(0.0);
-    Features {
-        rows: g(0),
-        cols: g(1),
-        nnz: g(2),
-        density: g(3),
-        mean_row: g(4),
-        std_row: g(5),
-        cv_row: g(6),
-        min_row: g(7),
-        max_row: g(8),
-        p50_row: g(9),
-        p90_row: g(10),
-        p99_row: g(11),
-        gini_row: g(12),
-        empty_share: g(13),
-        max_over_mean: g(14),
-        diag_dist: g(15),
-        x_segments_per_nnz: g(16),
-        block4_density: g(17),
-    }
+    Features::from_slice(v)
 }
 
 /// Measured GB/s of `v` on `rec` (canonical match); `None` when not
