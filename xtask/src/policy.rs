@@ -37,6 +37,8 @@ pub const TORCH_WHEELS: &[&str] = &[
 pub const COMMITTED_TRAIN_ARGS: &[&str] = &[
     "--dataset",
     "policies/data/h200-round0.json.gz",
+    "--extra-dataset",
+    "policies/data/h200-bench-sweep.json.gz",
     "--out",
     "policies/policy.json",
     "--holdout-class",

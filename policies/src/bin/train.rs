@@ -18,6 +18,11 @@ struct Args {
     /// Dataset (`.json.gz` or `.json`) written by `cargo xtask collect`.
     #[arg(long, required_unless_present = "synthetic")]
     dataset: Option<PathBuf>,
+    /// Further measured datasets merged into the training data (held-out
+    /// matrices and classes are excluded from them too). The policy records
+    /// `--dataset`'s sha256 (the evaluation dataset) and these files' hashes.
+    #[arg(long = "extra-dataset", num_args = 1.., requires = "dataset")]
+    extra_dataset: Vec<PathBuf>,
     /// Train on a synthetic dataset with this seed instead (development only;
     /// never commit a policy trained on it).
     #[arg(long, conflicts_with = "dataset")]
@@ -79,10 +84,21 @@ fn line(name: &str, s: &SplitSummary) {
 
 fn main() -> Result<()> {
     let args = Args::parse();
+    let mut extra_hashes = Vec::new();
     let (ds, sha) = match (&args.dataset, args.synthetic) {
         (Some(p), _) => {
             let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-            (Dataset::read(p)?, sha256_hex(&bytes))
+            let mut ds = Dataset::read(p)?;
+            for e in &args.extra_dataset {
+                let extra_bytes =
+                    std::fs::read(e).with_context(|| format!("reading {}", e.display()))?;
+                extra_hashes.push(serde_json::json!({
+                    "file": e.display().to_string(),
+                    "sha256": sha256_hex(&extra_bytes),
+                }));
+                ds.merge(Dataset::read(e)?);
+            }
+            (ds, sha256_hex(&bytes))
         }
         (None, Some(seed)) => (
             sparserl_policies::synthetic::dataset(seed, 12),
@@ -161,6 +177,7 @@ fn main() -> Result<()> {
             )
             .into(),
         );
+        report.insert("extra_datasets".into(), extra_hashes.clone().into());
         report.insert(
             "dataset".into(),
             serde_json::json!({
