@@ -141,7 +141,7 @@ pub struct Entry {
     pub predicted: Option<f64>,
     /// Measured GB/s of the winner (measured or locked choices).
     pub measured_gbs: Option<f64>,
-    /// Target arch of the PTX.
+    /// Target architectures of the PTX, comma-separated, lowest first.
     pub arch: String,
     /// Entry point.
     pub entry: String,
@@ -155,6 +155,9 @@ pub struct Entry {
     pub fallback_source: String,
     /// Fallback PTX.
     pub fallback_ptx: Option<String>,
+    /// `(arch, PTX, fallback PTX)` for every target architecture, lowest first.
+    #[serde(default)]
+    pub ptx_by_arch: Vec<(String, String, String)>,
     /// mean row length, cv, max/mean of the samples.
     pub tuned_for: [f64; 3],
     /// Features of each sample (policy input), in `Features::NAMES` order.
@@ -449,14 +452,19 @@ impl Builder {
                 None
             }
         };
-        let arch = match &gpu {
-            Some(g) => g.arch(),
-            None => desc
-                .arch
-                .as_ref()
-                .and_then(|a| a.iter().min().cloned())
-                .unwrap_or_else(|| "sm_80".to_string()),
+        // Targets: the build GPU's architecture, else the descriptor's list,
+        // else sm_80 + sm_90; lowest first (its PTX is the portable one).
+        let mut archs: Vec<String> = match &gpu {
+            Some(g) => vec![g.arch()],
+            None => desc.arch.clone().unwrap_or_else(|| {
+                crate::descriptor::DEFAULT_ARCH
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect()
+            }),
         };
+        archs.sort_by_key(|a| sparserl_rt::arch_number(a).unwrap_or(u32::MAX));
+        archs.dedup();
         let policy = default_policy();
         let kernel_dir = out_dir.join(KERNEL_DIR);
         let mut reports = Vec::new();
@@ -492,7 +500,8 @@ impl Builder {
                 .text("generator", &generator)
                 .text("policy", POLICY_VERSION)
                 .text("choice", &source_label)
-                .text("arch", &arch)
+                .text("entry-format", "2")
+                .text("arch", &archs.join(","))
                 .text(
                     "nvrtc",
                     &toolkit
@@ -518,7 +527,7 @@ impl Builder {
                         gpu.as_ref(),
                         policy.as_ref(),
                         toolkit.is_some(),
-                        &arch,
+                        &archs,
                         budget,
                     )?;
                     if let Err(err) = cache.put(&key, &e) {
@@ -547,6 +556,13 @@ impl Builder {
             }
             if let Some(p) = &entry.fallback_ptx {
                 write(&kernel_dir.join(format!("{}.fallback.ptx", decl.name)), p)?;
+            }
+            for (arch, p, f) in &entry.ptx_by_arch {
+                write(&kernel_dir.join(format!("{}.{arch}.ptx", decl.name)), p)?;
+                write(
+                    &kernel_dir.join(format!("{}.fallback.{arch}.ptx", decl.name)),
+                    f,
+                )?;
             }
             write(
                 &kernel_dir.join(format!("{}.trials.json", decl.name)),
@@ -601,7 +617,7 @@ impl Builder {
         gpu: Option<&crate::gpu::GpuTuner>,
         policy: &dyn Policy,
         compile: bool,
-        arch: &str,
+        archs: &[String],
         budget: f64,
     ) -> Result<Entry, BuildError> {
         let feats: Vec<Features> = samples
@@ -696,18 +712,24 @@ impl Builder {
         };
         let chosen = generate(&variant)?;
         let fallback = generate(&Variant::FALLBACK)?;
-        let ptx = |src: &str| -> Result<Option<String>, BuildError> {
-            if !compile {
-                return Ok(None);
-            }
+        let ptx = |src: &str, arch: &str| -> Result<String, BuildError> {
             let opts: Vec<String> = COMPILE_OPTIONS.iter().map(|s| s.to_string()).collect();
-            sparserl_rt::nvrtc::compile_ptx(src, arch, &opts)
-                .map(Some)
-                .map_err(|e| BuildError::Compile {
-                    kernel: decl.name.clone(),
-                    message: e.to_string(),
-                })
+            sparserl_rt::nvrtc::compile_ptx(src, arch, &opts).map_err(|e| BuildError::Compile {
+                kernel: decl.name.clone(),
+                message: e.to_string(),
+            })
         };
+        let mut ptx_by_arch = Vec::new();
+        if compile {
+            for arch in archs {
+                ptx_by_arch.push((
+                    arch.clone(),
+                    ptx(&chosen.source, arch)?,
+                    ptx(&fallback.source, arch)?,
+                ));
+            }
+        }
+        let lowest = ptx_by_arch.first().cloned();
         Ok(Entry {
             name: decl.name.clone(),
             value: decl.value,
@@ -716,9 +738,10 @@ impl Builder {
             note,
             predicted,
             measured_gbs,
-            arch: arch.to_string(),
-            ptx: ptx(&chosen.source)?,
-            fallback_ptx: ptx(&fallback.source)?,
+            arch: archs.join(","),
+            ptx: lowest.as_ref().map(|l| l.1.clone()),
+            fallback_ptx: lowest.as_ref().map(|l| l.2.clone()),
+            ptx_by_arch,
             entry: chosen.entry,
             source: chosen.source,
             fallback_entry: fallback.entry,

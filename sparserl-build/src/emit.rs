@@ -40,6 +40,18 @@ fn f64_lit(x: f64) -> String {
     }
 }
 
+fn arch_list(name: &str, archs: &[(String, String, String)]) -> String {
+    archs
+        .iter()
+        .map(|(arch, _, _)| {
+            format!(
+                "::sparserl_rt::ArchPtx {{ arch: {arch:?}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{KERNEL_DIR}/{name}.{arch}.ptx\")), fallback_ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{KERNEL_DIR}/{name}.fallback.{arch}.ptx\")) }}"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Renders the module for `entries` (in declaration order).
 pub fn render(entries: &[(String, Entry)]) -> String {
     let mut s = String::new();
@@ -74,6 +86,7 @@ pub fn render(entries: &[(String, Entry)]) -> String {
              \x20   fallback_source: include_str!(concat!(env!(\"OUT_DIR\"), \"/{KERNEL_DIR}/{name}.fallback.cu\")),\n\
              \x20   fallback_ptx: {fptx},\n\
              \x20   tuned_for: ::sparserl_rt::TunedFor {{ mean_row: {m}, cv_row: {cv}, max_over_mean: {mm} }},\n\
+             \x20   ptx_by_arch: &[{archs}],\n\
              }};\n\n\
              impl ::sparserl_rt::SpmvKernel for {type_name} {{\n\
              \x20   type Value = {rust_ty};\n\
@@ -100,6 +113,7 @@ pub fn render(entries: &[(String, Entry)]) -> String {
             m = f64_lit(e.tuned_for[0]),
             cv = f64_lit(e.tuned_for[1]),
             mm = f64_lit(e.tuned_for[2]),
+            archs = arch_list(&e.name, &e.ptx_by_arch),
         );
     }
     s.push_str("/// Every kernel declared by this crate, in declaration order.\n");

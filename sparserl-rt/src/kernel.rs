@@ -27,6 +27,24 @@ pub struct TunedFor {
     pub max_over_mean: f64,
 }
 
+/// The PTX of a kernel and of its fallback for one target architecture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArchPtx {
+    /// Target, e.g. `sm_90`.
+    pub arch: &'static str,
+    /// PTX of the chosen variant.
+    pub ptx: &'static str,
+    /// PTX of the fallback.
+    pub fallback_ptx: &'static str,
+}
+
+/// The numeric compute capability of `sm_XY` / `compute_XY` (`90` for `sm_90`).
+pub fn arch_number(arch: &str) -> Option<u32> {
+    arch.strip_prefix("sm_")
+        .or_else(|| arch.strip_prefix("compute_"))
+        .and_then(|n| n.trim_end_matches(['a', 'f']).parse().ok())
+}
+
 /// Everything the runtime needs to launch one declared kernel.
 ///
 /// Generated code builds these as `static` items; user code does not normally
@@ -56,4 +74,69 @@ pub struct KernelSpec {
     pub fallback_ptx: Option<&'static str>,
     /// Statistics of the tuning samples.
     pub tuned_for: TunedFor,
+    /// PTX per target architecture (`ptx` / `fallback_ptx` hold the lowest).
+    pub ptx_by_arch: &'static [ArchPtx],
+}
+
+impl KernelSpec {
+    /// The PTX (chosen, fallback) to load on a device of compute capability
+    /// `cc`: the highest embedded architecture not above the device's, else
+    /// the portable lowest-architecture PTX in `ptx` / `fallback_ptx`.
+    pub fn ptx_for(&self, cc: (i32, i32)) -> (Option<&'static str>, Option<&'static str>) {
+        let device = (cc.0.max(0) * 10 + cc.1.max(0)) as u32;
+        self.ptx_by_arch
+            .iter()
+            .filter_map(|a| arch_number(a.arch).map(|n| (n, a)))
+            .filter(|(n, _)| *n <= device)
+            .max_by_key(|(n, _)| *n)
+            .map(|(_, a)| (Some(a.ptx), Some(a.fallback_ptx)))
+            .unwrap_or((self.ptx, self.fallback_ptx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variant::{Strategy, ValueType, Variant};
+
+    #[test]
+    fn picks_the_highest_arch_not_above_the_device() {
+        static ARCHS: [ArchPtx; 2] = [
+            ArchPtx {
+                arch: "sm_80",
+                ptx: "p80",
+                fallback_ptx: "f80",
+            },
+            ArchPtx {
+                arch: "sm_90",
+                ptx: "p90",
+                fallback_ptx: "f90",
+            },
+        ];
+        let spec = KernelSpec {
+            name: "k",
+            value: ValueType::F32,
+            variant: Variant::of(Strategy::ThreadPerRow),
+            provenance: Provenance::Policy,
+            entry: "e",
+            source: "",
+            ptx: Some("p80"),
+            fallback_entry: "f",
+            fallback_source: "",
+            fallback_ptx: Some("f80"),
+            tuned_for: TunedFor {
+                mean_row: 1.0,
+                cv_row: 0.0,
+                max_over_mean: 1.0,
+            },
+            ptx_by_arch: &ARCHS,
+        };
+        assert_eq!(spec.ptx_for((9, 0)), (Some("p90"), Some("f90")));
+        assert_eq!(spec.ptx_for((8, 6)), (Some("p80"), Some("f80")));
+        assert_eq!(spec.ptx_for((10, 0)), (Some("p90"), Some("f90")));
+        assert_eq!(spec.ptx_for((7, 5)), (Some("p80"), Some("f80")));
+        assert_eq!(arch_number("sm_100"), Some(100));
+        assert_eq!(arch_number("sm_90a"), Some(90));
+        assert_eq!(arch_number("x"), None);
+    }
 }

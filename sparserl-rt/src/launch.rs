@@ -122,9 +122,10 @@ pub fn resolve(
     spec: &KernelSpec,
     features: &Features,
 ) -> Result<(CudaFunction, Variant), RtError> {
+    let (ptx, fallback_ptx) = spec.ptx_for(gpu.compute_capability());
     match dispatch(spec, features) {
         Dispatch::Tuned => Ok((
-            load_entry(gpu, spec.name, spec.entry, spec.ptx, spec.source)?,
+            load_entry(gpu, spec.name, spec.entry, ptx, spec.source)?,
             spec.variant,
         )),
         Dispatch::Fallback { reason } => {
@@ -134,7 +135,7 @@ pub fn resolve(
                     gpu,
                     spec.name,
                     spec.fallback_entry,
-                    spec.fallback_ptx,
+                    fallback_ptx,
                     spec.fallback_source,
                 )?,
                 Variant::FALLBACK,
@@ -300,6 +301,7 @@ mod tests {
             fallback_entry: "f",
             fallback_source: "",
             fallback_ptx: None,
+            ptx_by_arch: &[],
             tuned_for: tuned,
         }
     }

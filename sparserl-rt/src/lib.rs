@@ -17,7 +17,7 @@ pub mod kernel;
 pub mod mtx;
 pub mod synth;
 pub use features::Features;
-pub use kernel::{KernelSpec, Provenance, TunedFor};
+pub use kernel::{ArchPtx, KernelSpec, Provenance, TunedFor, arch_number};
 pub mod device;
 pub mod error;
 pub mod launch;

@@ -92,6 +92,16 @@ fn generates_caches_and_refills_out_dir() {
                 .as_ref()
                 .expect("PTX must be generated when NVRTC is present");
             assert!(fs::read_to_string(ptx).unwrap().contains(&k.entry.entry));
+            // No GPU and no `arch` in the descriptor: PTX for sm_80 and sm_90.
+            let archs: Vec<&str> = k.entry.ptx_by_arch.iter().map(|a| a.0.as_str()).collect();
+            assert_eq!(archs, ["sm_80", "sm_90"]);
+            for (arch, _, _) in &k.entry.ptx_by_arch {
+                let p = k
+                    .source_path
+                    .with_file_name(format!("{}.{arch}.ptx", k.name));
+                let text = fs::read_to_string(&p).unwrap();
+                assert!(text.contains(&format!(".target {arch}")), "{}", p.display());
+            }
         }
         assert_eq!(k.entry.provenance, "policy");
     }
