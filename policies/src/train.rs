@@ -774,7 +774,7 @@ pub fn summarize(policy: &crate::LearnedPolicy, recs: &[Prepared], _copy: f64) -
     };
     let (mut se, mut rows, mut pom, mut pom_n) = (0.0, 0usize, 0.0, 0usize);
     for r in recs {
-        let f = features_of(&r.features);
+        let f = Features::from_slice(&r.features);
         let pick = policy.propose(&f, r.value, 1)[0].variant;
         s.learned_greedy += measured_reward(r, &pick).unwrap_or(0.0);
         let probs = policy.variant_probs(&f, r.value);
@@ -812,11 +812,6 @@ pub fn summarize(policy: &crate::LearnedPolicy, recs: &[Prepared], _copy: f64) -
     s.cost_rmse_ln = (se / rows.max(1) as f64).sqrt();
     s.predicted_over_measured = pom / pom_n.max(1) as f64;
     s
-}
-
-/// Rebuilds [`Features`] from a vector in [`Features::NAMES`] order.
-pub fn features_of(v: &[f64]) -> Features {
-    Features::from_slice(v)
 }
 
 /// Prepares a dataset's records (for evaluation outside [`train`]).

@@ -4,7 +4,8 @@
 use sparserl_policies::LearnedPolicy;
 use sparserl_policies::dataset::Dataset;
 use sparserl_policies::net::{INPUTS, VARIANT_ENCODING, encode_variant};
-use sparserl_policies::train::{Net, TrainConfig, export, features_of};
+use sparserl_policies::train::{Net, TrainConfig, export};
+use sparserl_rt::Features;
 use sparserl_rt::{ValueType, core_space};
 use tch::Tensor;
 
@@ -36,7 +37,7 @@ fn rust_inference_matches_tch() {
     let venc = Tensor::from_slice(&venc).view([150, VARIANT_ENCODING as i64]);
     let mut worst: f64 = 0.0;
     for rec in &ds.matrices {
-        let f = features_of(&rec.features);
+        let f = Features::from_slice(&rec.features);
         let value = rec.value;
         let x64 = policy.input(&f, value);
         let x32: Vec<f32> = x64.iter().map(|&v| v as f32).collect();

@@ -423,50 +423,13 @@ impl<T: Scalar> Bench<T> {
     ) -> Result<Vec<f64>, RtError> {
         let mut st = self.lock();
         let st = &mut *st;
-        let stream = self.gpu.stream();
-        let t0 = Instant::now();
-        for i in 0..opts.warmup {
-            self.launch_next(st, func, variant)?;
-            if i == 0 {
-                // One synchronized launch bounds the cost of the others.
-                stream.synchronize()?;
-                if t0.elapsed().as_secs_f64() * opts.warmup as f64 > opts.max_seconds {
-                    break;
-                }
-            }
-        }
-        stream.synchronize()?;
-
-        let reps = opts.reps.max(1) as usize;
-        let pairs = reps.min(MAX_BATCH);
-        let starts = (0..pairs)
-            .map(|_| timing_event(&self.gpu))
-            .collect::<Result<Vec<_>, _>>()?;
-        let stops = (0..pairs)
-            .map(|_| timing_event(&self.gpu))
-            .collect::<Result<Vec<_>, _>>()?;
-        let t0 = Instant::now();
-        let mut times = Vec::with_capacity(reps);
-        let mut batch = 1;
-        while times.len() < reps {
-            let n = batch.min(reps - times.len());
-            for k in 0..n {
-                starts[k].record(stream)?;
-                self.launch_next(st, func, variant)?;
-                stops[k].record(stream)?;
-            }
-            for k in 0..n {
-                times.push(starts[k].elapsed_ms(&stops[k])? as f64 * 1e3);
-            }
-            let spent = t0.elapsed().as_secs_f64();
-            if spent > opts.max_seconds {
-                break;
-            }
-            let per_launch = spent / times.len() as f64;
-            let fit = ((opts.max_seconds - spent) / per_launch.max(1e-9)).floor();
-            batch = (fit as usize).clamp(1, pairs);
-        }
-        Ok(times)
+        time_launches(
+            &self.gpu,
+            &mut || self.launch_next(st, func, variant),
+            opts.warmup,
+            opts.reps,
+            opts.max_seconds,
+        )
     }
 
     /// Microseconds per SpMV of `n` launches queued back to back between two
@@ -478,21 +441,9 @@ impl<T: Scalar> Bench<T> {
         variant: &Variant,
         n: usize,
     ) -> Result<f64, RtError> {
-        let n = n.max(1);
         let mut st = self.lock();
         let st = &mut *st;
-        let stream = self.gpu.stream();
-        for _ in 0..n.min(MAX_BATCH) {
-            self.launch_next(st, func, variant)?;
-        }
-        let start = timing_event(&self.gpu)?;
-        let stop = timing_event(&self.gpu)?;
-        start.record(stream)?;
-        for _ in 0..n {
-            self.launch_next(st, func, variant)?;
-        }
-        stop.record(stream)?;
-        Ok(start.elapsed_ms(&stop)? as f64 * 1e3 / n as f64)
+        time_back_to_back(&self.gpu, &mut || self.launch_next(st, func, variant), n)
     }
 
     /// Microseconds per SpMV when `launches_per_graph` launches (rotating
@@ -505,38 +456,141 @@ impl<T: Scalar> Bench<T> {
         variant: &Variant,
         launches_per_graph: usize,
     ) -> Result<f64, RtError> {
-        const REPLAYS: usize = 10;
-        let n = launches_per_graph.max(1);
         let mut st = self.lock();
         let st = &mut *st;
-        let stream = self.gpu.stream();
-        stream.synchronize()?;
-        stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-        let mut captured = Ok(());
-        for _ in 0..n {
-            captured = self.launch_next(st, func, variant);
-            if captured.is_err() {
+        time_graph(
+            &self.gpu,
+            &mut || self.launch_next(st, func, variant),
+            launches_per_graph,
+        )
+    }
+}
+
+/// Warm-up plus per-launch event timing of any asynchronous `launch` on
+/// [`Gpu::stream`]: `warmup` untimed launches, then up to `reps` launches each
+/// between its own pair of CUDA events, queued in batches between host
+/// synchronizations and stopping once `max_seconds` have passed.
+/// Microseconds per launch. [`Bench`] and the cuSPARSE baseline share it so
+/// both sides are timed the same way.
+pub fn time_launches<E: From<RtError>>(
+    gpu: &Gpu,
+    launch: &mut dyn FnMut() -> Result<(), E>,
+    warmup: u32,
+    reps: u32,
+    max_seconds: f64,
+) -> Result<Vec<f64>, E> {
+    let stream = gpu.stream();
+    let t0 = Instant::now();
+    for i in 0..warmup {
+        launch()?;
+        if i == 0 {
+            // One synchronized launch bounds the cost of the others.
+            stream.synchronize().map_err(RtError::from)?;
+            if t0.elapsed().as_secs_f64() * warmup as f64 > max_seconds {
                 break;
             }
         }
-        // Always end the capture so the stream leaves capture mode.
-        let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
-        captured?;
-        let graph = ended?
-            .ok_or_else(|| RtError::Compile("CUDA graph capture produced no graph".to_string()))?;
+    }
+    stream.synchronize().map_err(RtError::from)?;
+
+    let reps = reps.max(1) as usize;
+    let pairs = reps.min(MAX_BATCH);
+    let starts = (0..pairs)
+        .map(|_| timing_event(gpu))
+        .collect::<Result<Vec<_>, _>>()?;
+    let stops = (0..pairs)
+        .map(|_| timing_event(gpu))
+        .collect::<Result<Vec<_>, _>>()?;
+    let t0 = Instant::now();
+    let mut times = Vec::with_capacity(reps);
+    let mut batch = 1;
+    while times.len() < reps {
+        let n = batch.min(reps - times.len());
+        for k in 0..n {
+            starts[k].record(stream).map_err(RtError::from)?;
+            launch()?;
+            stops[k].record(stream).map_err(RtError::from)?;
+        }
+        for k in 0..n {
+            let ms = starts[k].elapsed_ms(&stops[k]).map_err(RtError::from)?;
+            times.push(ms as f64 * 1e3);
+        }
+        let spent = t0.elapsed().as_secs_f64();
+        if spent > max_seconds {
+            break;
+        }
+        let per_launch = spent / times.len() as f64;
+        let fit = ((max_seconds - spent) / per_launch.max(1e-9)).floor();
+        batch = (fit as usize).clamp(1, pairs);
+    }
+    Ok(times)
+}
+
+/// Microseconds per call of `n` launches queued back to back between two
+/// events, after one untimed round of up to 64 launches.
+pub fn time_back_to_back<E: From<RtError>>(
+    gpu: &Gpu,
+    launch: &mut dyn FnMut() -> Result<(), E>,
+    n: usize,
+) -> Result<f64, E> {
+    let n = n.max(1);
+    let stream = gpu.stream();
+    for _ in 0..n.min(MAX_BATCH) {
+        launch()?;
+    }
+    let start = timing_event(gpu)?;
+    let stop = timing_event(gpu)?;
+    start.record(stream).map_err(RtError::from)?;
+    for _ in 0..n {
+        launch()?;
+    }
+    stop.record(stream).map_err(RtError::from)?;
+    let ms = start.elapsed_ms(&stop).map_err(RtError::from)?;
+    Ok(ms as f64 * 1e3 / n as f64)
+}
+
+/// Microseconds per call when `n` launches are captured into one CUDA graph
+/// and the graph is replayed 10 times (after one untimed replay).
+pub fn time_graph<E: From<RtError>>(
+    gpu: &Gpu,
+    launch: &mut dyn FnMut() -> Result<(), E>,
+    n: usize,
+) -> Result<f64, E> {
+    const REPLAYS: usize = 10;
+    let n = n.max(1);
+    let stream = gpu.stream();
+    stream.synchronize().map_err(RtError::from)?;
+    stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .map_err(RtError::from)?;
+    let mut captured = Ok(());
+    for _ in 0..n {
+        captured = launch();
+        if captured.is_err() {
+            break;
+        }
+    }
+    // Always end the capture so the stream leaves capture mode.
+    let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+    captured?;
+    let graph = ended
+        .map_err(RtError::from)?
+        .ok_or_else(|| RtError::Compile("CUDA graph capture produced no graph".to_string()))?;
+    let replay = || -> Result<f64, RtError> {
         graph.upload()?;
         graph.launch()?;
         stream.synchronize()?;
-        let start = timing_event(&self.gpu)?;
-        let stop = timing_event(&self.gpu)?;
+        let start = timing_event(gpu)?;
+        let stop = timing_event(gpu)?;
         start.record(stream)?;
         for _ in 0..REPLAYS {
             graph.launch()?;
         }
         stop.record(stream)?;
-        let ms = start.elapsed_ms(&stop)? as f64;
-        Ok(ms * 1e3 / (REPLAYS * n) as f64)
-    }
+        Ok(start.elapsed_ms(&stop)? as f64)
+    };
+    let ms = replay()?;
+    Ok(ms * 1e3 / (REPLAYS * n) as f64)
 }
 
 /// `n` random values in [-1, 1), rounded to `T`.

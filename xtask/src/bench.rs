@@ -20,7 +20,7 @@
 use crate::common;
 use crate::cusparse::{self, Alg, CusparseSpmv};
 use anyhow::{Context, Result, anyhow, bail};
-use cudarc::driver::{CudaFunction, CudaSlice, sys as dsys};
+use cudarc::driver::CudaFunction;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -30,7 +30,7 @@ use sparserl_policies::{default_policy, template_rule};
 use sparserl_rt::measure::rel_err;
 use sparserl_rt::{
     Bench, Csr, Features, Gpu, MeasureOptions, Measurement, Scalar, ValueType, Variant, core_space,
-    launch_variant, tolerance,
+    tolerance,
 };
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -899,118 +899,13 @@ pub fn render_svg(rows: &[Row], path: &Path) -> Result<()> {
 use sparserl_policies::dataset::{Dataset, MatrixRecord as DatasetMatrix};
 
 // ---------------------------------------------------------------------------
-// Timing helpers shared by the sweep and cuSPARSE
+// Timing: the sweep and cuSPARSE use the same primitives as `Bench`
 // ---------------------------------------------------------------------------
 
-const MAX_BATCH: usize = 64;
-
-fn timing_event(gpu: &Gpu) -> Result<cudarc::driver::CudaEvent> {
-    Ok(gpu
-        .context()
-        .new_event(Some(dsys::CUevent_flags::CU_EVENT_DEFAULT))?)
-}
-
-/// `warmup` untimed launches, then up to `reps` launches each between its own
-/// pair of events (as `Bench::measure` does), stopping after `max_seconds`.
-/// Microseconds per launch.
-fn time_events(
-    gpu: &Gpu,
-    launch: &mut dyn FnMut() -> Result<()>,
-    warmup: u32,
-    reps: u32,
-    max_seconds: f64,
-) -> Result<Vec<f64>> {
-    let stream = gpu.stream();
-    let t0 = Instant::now();
-    for i in 0..warmup {
-        launch()?;
-        if i == 0 {
-            stream.synchronize()?;
-            if t0.elapsed().as_secs_f64() * warmup as f64 > max_seconds {
-                break;
-            }
-        }
-    }
-    stream.synchronize()?;
-    let reps = reps.max(1) as usize;
-    let pairs = reps.min(MAX_BATCH);
-    let starts = (0..pairs)
-        .map(|_| timing_event(gpu))
-        .collect::<Result<Vec<_>>>()?;
-    let stops = (0..pairs)
-        .map(|_| timing_event(gpu))
-        .collect::<Result<Vec<_>>>()?;
-    let t0 = Instant::now();
-    let mut times = Vec::with_capacity(reps);
-    let mut batch = 1;
-    while times.len() < reps {
-        let n = batch.min(reps - times.len());
-        for k in 0..n {
-            starts[k].record(stream)?;
-            launch()?;
-            stops[k].record(stream)?;
-        }
-        for k in 0..n {
-            times.push(starts[k].elapsed_ms(&stops[k])? as f64 * 1e3);
-        }
-        let spent = t0.elapsed().as_secs_f64();
-        if spent > max_seconds {
-            break;
-        }
-        let per = spent / times.len() as f64;
-        batch = (((max_seconds - spent) / per.max(1e-9)).floor() as usize).clamp(1, pairs);
-    }
-    Ok(times)
-}
+use sparserl_rt::measure::{time_back_to_back, time_graph, time_launches};
 
 fn median(xs: &[f64]) -> Option<f64> {
     sparserl_rt::measure::stats(xs).map(|s| s.median)
-}
-
-/// Microseconds per call of `n` launches queued back to back (after one untimed round).
-fn back_to_back_us(gpu: &Gpu, launch: &mut dyn FnMut() -> Result<()>, n: usize) -> Result<f64> {
-    let stream = gpu.stream();
-    for _ in 0..n.min(MAX_BATCH) {
-        launch()?;
-    }
-    let (start, stop) = (timing_event(gpu)?, timing_event(gpu)?);
-    start.record(stream)?;
-    for _ in 0..n {
-        launch()?;
-    }
-    stop.record(stream)?;
-    Ok(start.elapsed_ms(&stop)? as f64 * 1e3 / n.max(1) as f64)
-}
-
-/// Microseconds per call when `n` launches are captured into one CUDA graph
-/// and the graph is replayed 10 times (after one untimed replay).
-fn graph_us(gpu: &Gpu, launch: &mut dyn FnMut() -> Result<()>, n: usize) -> Result<f64> {
-    const REPLAYS: usize = 10;
-    let stream = gpu.stream();
-    stream.synchronize()?;
-    stream.begin_capture(dsys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let mut captured = Ok(());
-    for _ in 0..n.max(1) {
-        captured = launch();
-        if captured.is_err() {
-            break;
-        }
-    }
-    let ended = stream.end_capture(dsys::CUgraphInstantiate_flags(0));
-    captured.context("enqueueing during capture")?;
-    let graph = ended
-        .context("ending the capture")?
-        .ok_or_else(|| anyhow!("the capture produced no graph"))?;
-    graph.upload()?;
-    graph.launch()?;
-    stream.synchronize()?;
-    let (start, stop) = (timing_event(gpu)?, timing_event(gpu)?);
-    start.record(stream)?;
-    for _ in 0..REPLAYS {
-        graph.launch()?;
-    }
-    stop.record(stream)?;
-    Ok(start.elapsed_ms(&stop)? as f64 * 1e3 / (REPLAYS * n.max(1)) as f64)
 }
 
 // ---------------------------------------------------------------------------
@@ -1129,72 +1024,24 @@ fn measure_ours<T: Scalar>(ctx: &Ctx, bench: &Bench<T>, v: &Variant) -> Result<M
     Ok(bench.measure(&func, v, &opts)?)
 }
 
-fn copies_for<T: Scalar>(gpu: &Gpu, csr: &Csr) -> usize {
-    if csr.compulsory_bytes(T::TYPE.size()) <= gpu.l2_bytes() as u64 {
-        8
-    } else {
-        1
-    }
-}
-
-/// Exhaustive sweep of the core space with one shared reference:
+/// Exhaustive sweep of the core space through [`Bench::measure`] (checked
+/// against the float64 reference first, then timed with few repetitions):
 /// `(index, gbs, rel_err, correct)` per variant.
-fn sweep<T: Scalar>(
-    ctx: &Ctx,
-    bench: &Bench<T>,
-    x: &[T],
-    reference: &[f64],
-) -> Result<Vec<(usize, f64, f64, bool)>> {
-    let gpu = ctx.tuner.gpu();
-    let csr = bench.csr();
-    let stream = gpu.stream();
-    let copies = copies_for::<T>(gpu, csr);
-    let mut xs: Vec<CudaSlice<T>> = Vec::with_capacity(copies);
-    let mut ys: Vec<CudaSlice<T>> = Vec::with_capacity(copies);
-    for _ in 0..copies {
-        xs.push(stream.clone_htod(x)?);
-        ys.push(stream.alloc_zeros::<T>(csr.rows().max(1))?);
-    }
-    let poison = vec![T::from_f64(f64::NAN); csr.rows()];
-    let bytes = csr.compulsory_bytes(T::TYPE.size()) as f64;
-    let tol = tolerance(T::TYPE);
-    let a = bench.device_csr();
+fn sweep<T: Scalar>(ctx: &Ctx, bench: &Bench<T>) -> Result<Vec<(usize, f64, f64, bool)>> {
+    let opts = MeasureOptions {
+        warmup: 2,
+        reps: ctx.sweep_reps,
+        max_seconds: 0.3,
+        ..MeasureOptions::default()
+    };
     let mut out = Vec::with_capacity(ctx.space.len());
     for (i, v) in ctx.space.iter().enumerate() {
         let Ok(func) = ctx.function(v, T::TYPE) else {
             out.push((i, 0.0, f64::INFINITY, false));
             continue;
         };
-        if !poison.is_empty() {
-            stream.memcpy_htod(&poison, &mut ys[0])?;
-        }
-        let err = match launch_variant(gpu, &func, v, a, &xs[0], &mut ys[0]) {
-            Ok(()) => {
-                let y = stream.clone_dtoh(&ys[0])?;
-                let y64: Vec<f64> = y[..csr.rows()].iter().map(|v| v.to_f64()).collect();
-                rel_err(&y64, reference)
-            }
-            Err(e) if e.is_context_fatal() => return Err(e.into()),
-            Err(_) => f64::INFINITY,
-        };
-        if err > tol {
-            out.push((i, 0.0, err, false));
-            continue;
-        }
-        let mut next = 0usize;
-        let times = time_events(
-            gpu,
-            &mut || {
-                let k = next % copies;
-                next += 1;
-                Ok(launch_variant(gpu, &func, v, a, &xs[k], &mut ys[k])?)
-            },
-            2,
-            ctx.sweep_reps,
-            0.3,
-        )?;
-        let gbs = median(&times).map_or(0.0, |m| bytes / (m * 1e3));
-        out.push((i, gbs, err, true));
+        let m = bench.measure(&func, v, &opts)?;
+        out.push((i, if m.correct { m.gbs } else { 0.0 }, m.rel_err, m.correct));
     }
     Ok(out)
 }
@@ -1265,7 +1112,13 @@ fn run_cusparse<T: Scalar>(
                     ));
                 } else {
                     res.correct = true;
-                    let times = time_events(gpu, &mut || cs.launch_next(alg), 5, ctx.reps, 2.0)?;
+                    let times = time_launches::<anyhow::Error>(
+                        gpu,
+                        &mut || cs.launch_next(alg),
+                        5,
+                        ctx.reps,
+                        2.0,
+                    )?;
                     if let Some(m) = median(&times) {
                         res.median_us = Some(m);
                         let g = bytes / (m * 1e3);
@@ -1391,7 +1244,7 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
     let x: Vec<T> = random_x(csr.cols(), 0x0b5e_55ed);
     let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
     let reference = csr.spmv_f64(&x64);
-    let results = sweep::<T>(ctx, &bench, &x, &reference)?;
+    let results = sweep::<T>(ctx, &bench)?;
     row.sweep_correct = results.iter().filter(|r| r.3).count();
     let mut ranked: Vec<&(usize, f64, f64, bool)> = results.iter().filter(|r| r.3).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -1411,15 +1264,16 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
     }
 
     // cuSPARSE, on the same device matrix.
-    let copies = copies_for::<T>(gpu, csr);
+    // As many rotated x/y copies as `Bench` uses for this matrix.
+    let copies = bench.copies();
     match CusparseSpmv::new(gpu, bench.device_csr(), &x, copies) {
         Err(e) => row.cusparse_error = Some(format!("cuSPARSE setup failed: {e:#}")),
         Ok(mut cs) => {
             let best = run_cusparse(ctx, &mut cs, csr, &reference, &mut row)?;
             if real && let Some(alg) = best {
                 row.cusparse_latency_us =
-                    back_to_back_us(gpu, &mut || cs.launch_next(alg), 200).ok();
-                match graph_us(gpu, &mut || cs.launch_next(alg), 50) {
+                    time_back_to_back::<anyhow::Error>(gpu, &mut || cs.launch_next(alg), 200).ok();
+                match time_graph::<anyhow::Error>(gpu, &mut || cs.launch_next(alg), 50) {
                     Ok(us) => row.cusparse_graph_us = Some(us),
                     Err(e) => {
                         row.notes.push(format!(

@@ -204,10 +204,6 @@ fn sha256_file(p: &Path) -> Result<String> {
         .collect())
 }
 
-fn features_of(v: &[f64]) -> Features {
-    Features::from_slice(v)
-}
-
 /// Measured GB/s of `v` on `rec` (canonical match); `None` when not
 /// measured or incorrect.
 fn measured(ds: &Dataset, rec: &MatrixRecord, v: &Variant) -> Option<f64> {
@@ -288,7 +284,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
 
     let mut rows = Vec::new();
     for rec in recs {
-        let f = features_of(&rec.features);
+        let f = Features::from_slice(&rec.features);
         let props = policy.propose(&f, rec.value, 16);
         let pick = props[0].variant;
         let top_k_gbs = TOP_K
