@@ -13,7 +13,8 @@
 //!    path, streaming stores, register cap) or crossing two parents; children
 //!    already measured are skipped. Stop when the budget (seconds or
 //!    candidates) is spent or `patience` generations bring no improvement
-//!    larger than 1%.
+//!    larger than 1% (the latter only after `min_explore` candidates or a
+//!    quarter of the budget, so cheap small-matrix searches keep exploring).
 //! 3. Hill climbing: every single-parameter neighbour of the best variant is
 //!    measured ([`neighbors`]); if one is better by more than 1% the climb
 //!    continues from it, while the budget lasts.
@@ -110,6 +111,10 @@ pub struct SearchConfig {
     pub children: usize,
     /// Generations without >1% improvement before stopping.
     pub patience: usize,
+    /// The patience stop applies only once this many candidates were
+    /// measured or a quarter of the budget is spent, so that cheap
+    /// measurements (small matrices) still explore the space.
+    pub min_explore: usize,
     /// Finalists re-measured (incumbent included).
     pub finalists: usize,
     /// Re-measurement rounds per finalist.
@@ -133,6 +138,7 @@ impl Default for SearchConfig {
             parents: 4,
             children: 8,
             patience: 4,
+            min_explore: 64,
             finalists: 3,
             rounds: 3,
             reps: 20,
@@ -375,7 +381,8 @@ pub fn search(
         } else {
             stale += 1;
         }
-        if stale >= cfg.patience {
+        let explored = seen.len() >= cfg.min_explore || spent >= cfg.budget_seconds * 0.25;
+        if stale >= cfg.patience && explored {
             stopped = format!("no improvement in {} generations", cfg.patience);
             break;
         }
@@ -624,6 +631,24 @@ mod tests {
         };
         let out = search(&proposals(), &mut sim(|_| false, 0.0, 1.0), &cfg).unwrap();
         assert_eq!(out.candidates, 5);
+    }
+
+    #[test]
+    fn cheap_measurements_keep_exploring_before_the_patience_stop() {
+        // A flat landscape: nothing ever improves, measurements are cheap.
+        let mut s = sim(|_| false, 0.0, 0.001);
+        s.score = |_| 100.0;
+        let cfg = SearchConfig {
+            patience: 1,
+            ..Default::default()
+        };
+        let out = search(&proposals(), &mut s, &cfg).unwrap();
+        assert!(
+            out.candidates >= cfg.min_explore.min(cfg.max_candidates),
+            "stopped after {} candidates: {}",
+            out.candidates,
+            out.stopped
+        );
     }
 
     #[test]

@@ -19,6 +19,17 @@ use std::time::Instant;
 /// Largest number of launches queued between two host synchronizations while timing.
 const MAX_BATCH: usize = 64;
 
+/// Launches shorter than this (µs, one event pair around one launch) are
+/// timed in groups: one event pair around several back-to-back launches,
+/// because event resolution and launch gaps dominate a single short launch.
+pub const SHORT_LAUNCH_US: f64 = 20.0;
+
+/// Target duration (µs) of one timed group of short launches.
+const GROUP_TARGET_US: f64 = 100.0;
+
+/// Most launches in one timed group.
+const MAX_GROUP: usize = 32;
+
 /// Relative-error tolerance of the correctness check for a value type
 /// (`1e-5` for `f32`, `1e-12` for `f64`).
 pub fn tolerance(value: ValueType) -> f64 {
@@ -328,19 +339,20 @@ impl<T: Scalar> Bench<T> {
         Ok(rel_err(&y64, &reference))
     }
 
-    /// Checks `func`, then times it: `opts.warmup` untimed launches, then up
-    /// to `opts.reps` launches each between its own pair of CUDA events
-    /// (rotating the `x`/`y` copies; the `y` memset of variants that need a
-    /// zeroed `y` is inside the timed region), stopping early once
-    /// `opts.max_seconds` have passed.
+    /// Checks `func`, then times it with [`time_launches`]: `opts.warmup`
+    /// untimed launches, then up to `opts.reps` samples, each one launch (or,
+    /// for launches under [`SHORT_LAUNCH_US`], a group of back-to-back
+    /// launches) between its own pair of CUDA events (rotating the `x`/`y`
+    /// copies; the `y` memset of variants that need a zeroed `y` is inside
+    /// the timed region), stopping early once `opts.max_seconds` have passed.
     ///
     /// A wrong result or a recoverable driver error gives a measurement with
     /// `correct: false` and `error` set; only faults that destroy the CUDA
     /// context ([`RtError::is_context_fatal`]) are returned as `Err`.
     ///
-    /// Launches are queued in batches between host synchronizations, but for
-    /// kernels of a few microseconds the launch overhead can still leak into
-    /// the event pairs; [`Bench::time_graph_us`] gives the steady-state cost.
+    /// For grouped short launches the sample includes the gaps between
+    /// launches (the cost of calling in a loop); [`Bench::time_graph_us`]
+    /// gives the cost without CPU launch overhead.
     pub fn measure(
         &self,
         func: &CudaFunction,
@@ -466,12 +478,17 @@ impl<T: Scalar> Bench<T> {
     }
 }
 
-/// Warm-up plus per-launch event timing of any asynchronous `launch` on
-/// [`Gpu::stream`]: `warmup` untimed launches, then up to `reps` launches each
-/// between its own pair of CUDA events, queued in batches between host
-/// synchronizations and stopping once `max_seconds` have passed.
-/// Microseconds per launch. [`Bench`] and the cuSPARSE baseline share it so
-/// both sides are timed the same way.
+/// Warm-up plus event timing of any asynchronous `launch` on
+/// [`Gpu::stream`]: `warmup` untimed launches, then up to `reps` samples,
+/// queued in batches between host synchronizations and stopping once
+/// `max_seconds` have passed. Microseconds per launch, one entry per sample.
+///
+/// A sample is one launch between its own pair of CUDA events, except for
+/// launches shorter than [`SHORT_LAUNCH_US`] (probed once after the warm-up):
+/// then one event pair brackets a group of back-to-back launches (enough for
+/// about 100 µs, at most 32) and the sample is the group's time divided by its
+/// size, which is the cost a caller pays per call in a loop. [`Bench`] and the
+/// cuSPARSE baseline share this function so both sides are timed the same way.
 pub fn time_launches<E: From<RtError>>(
     gpu: &Gpu,
     launch: &mut dyn FnMut() -> Result<(), E>,
@@ -493,6 +510,7 @@ pub fn time_launches<E: From<RtError>>(
     }
     stream.synchronize().map_err(RtError::from)?;
 
+    let group = launch_group(gpu, launch)?;
     let reps = reps.max(1) as usize;
     let pairs = reps.min(MAX_BATCH);
     let starts = (0..pairs)
@@ -508,12 +526,14 @@ pub fn time_launches<E: From<RtError>>(
         let n = batch.min(reps - times.len());
         for k in 0..n {
             starts[k].record(stream).map_err(RtError::from)?;
-            launch()?;
+            for _ in 0..group {
+                launch()?;
+            }
             stops[k].record(stream).map_err(RtError::from)?;
         }
         for k in 0..n {
             let ms = starts[k].elapsed_ms(&stops[k]).map_err(RtError::from)?;
-            times.push(ms as f64 * 1e3);
+            times.push(ms as f64 * 1e3 / group as f64);
         }
         let spent = t0.elapsed().as_secs_f64();
         if spent > max_seconds {
@@ -524,6 +544,31 @@ pub fn time_launches<E: From<RtError>>(
         batch = (fit as usize).clamp(1, pairs);
     }
     Ok(times)
+}
+
+/// Launches per timed sample: 1, or for launches shorter than
+/// [`SHORT_LAUNCH_US`] (one probe between two events) enough back-to-back
+/// launches for about [`GROUP_TARGET_US`], at most [`MAX_GROUP`].
+fn launch_group<E: From<RtError>>(
+    gpu: &Gpu,
+    launch: &mut dyn FnMut() -> Result<(), E>,
+) -> Result<usize, E> {
+    let stream = gpu.stream();
+    let start = timing_event(gpu)?;
+    let stop = timing_event(gpu)?;
+    start.record(stream).map_err(RtError::from)?;
+    launch()?;
+    stop.record(stream).map_err(RtError::from)?;
+    let probe_us = start.elapsed_ms(&stop).map_err(RtError::from)? as f64 * 1e3;
+    Ok(group_size(probe_us))
+}
+
+/// Group size for a launch that took `probe_us` alone (see [`time_launches`]).
+pub fn group_size(probe_us: f64) -> usize {
+    if !(probe_us.is_finite() && probe_us > 0.0) || probe_us >= SHORT_LAUNCH_US {
+        return 1;
+    }
+    ((GROUP_TARGET_US / probe_us).ceil() as usize).clamp(2, MAX_GROUP)
 }
 
 /// Microseconds per call of `n` launches queued back to back between two
@@ -603,6 +648,18 @@ fn random_x<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_launches_are_timed_in_groups() {
+        assert_eq!(group_size(100.0), 1);
+        assert_eq!(group_size(SHORT_LAUNCH_US), 1);
+        assert_eq!(group_size(10.0), 10);
+        assert_eq!(group_size(4.0), 25);
+        assert_eq!(group_size(0.5), MAX_GROUP);
+        assert_eq!(group_size(19.0), 6);
+        assert_eq!(group_size(f64::NAN), 1);
+        assert_eq!(group_size(0.0), 1);
+    }
 
     #[test]
     fn tolerances() {
