@@ -114,6 +114,24 @@ pub struct Args {
     /// Timed repetitions for the finalists (ours, template, oracle, cuSPARSE).
     #[arg(long, default_value_t = 50)]
     pub reps: u32,
+    /// Keep only matrices whose name or class is in this comma-separated
+    /// list (default: every matrix).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Also benchmark the synthetic matrices of the training corpus
+    /// (`xtask collect`), as suite `corpus` with the real matrices' budget.
+    #[arg(long)]
+    pub corpus: bool,
+    /// File stem of the outputs (`<stem>.json`, `.md`, `.svg`).
+    #[arg(long, default_value = "spmv-h200")]
+    pub stem: String,
+}
+
+impl Args {
+    /// Whether the `--only` filter keeps a matrix.
+    fn keeps(&self, name: &str, class: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name || o == class)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -715,7 +733,7 @@ pub fn render_markdown(r: &Report) -> String {
          reference before timing; `FAIL` marks a failed check.\n"
     );
     out.push_str(&render_summary_md(r));
-    for suite in ["large", "real"] {
+    for suite in ["large", "real", "corpus"] {
         for value in ["f32", "f64"] {
             let rows: Vec<&Row> = r
                 .rows
@@ -1472,6 +1490,9 @@ pub fn run(args: Args) -> Result<()> {
     // Start generating the large matrices (CPU) while the GPU warms up.
     let specs = if do_large {
         large_suite(args.quick)
+            .into_iter()
+            .filter(|s| args.keeps(s.name, s.class))
+            .collect()
     } else {
         Vec::new()
     };
@@ -1578,6 +1599,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let Some((rx, handle)) = real_loader {
         for (name, class, csr) in rx {
+            if !args.keeps(&name, &class) {
+                continue;
+            }
             match csr {
                 Err(e) => runner.skip_all(&name, "real", &real_values, format!("{e:#}")),
                 Ok(c) if c.rows() == 0 || c.cols() == 0 || c.nnz() == 0 => runner.skip_all(
@@ -1605,6 +1629,21 @@ pub fn run(args: Args) -> Result<()> {
         }
         let _ = handle.join();
     }
+    if args.corpus {
+        for (name, class, csr) in crate::retune::synthetic_corpus(args.quick)? {
+            if !args.keeps(&name, &class) {
+                continue;
+            }
+            let job = Job {
+                name: &name,
+                class: &class,
+                suite: "corpus",
+                csr: &csr,
+                budget: args.budget_real,
+            };
+            runner.run_job(&job, &real_values);
+        }
+    }
 
     // Outputs.
     std::fs::create_dir_all(&out_dir)
@@ -1624,13 +1663,13 @@ pub fn run(args: Args) -> Result<()> {
         budgets: [args.budget_large, args.budget_real],
         quick: args.quick,
     };
-    let json_path = out_dir.join("spmv-h200.json");
+    let json_path = out_dir.join(format!("{}.json", args.stem));
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("writing {}", json_path.display()))?;
-    let md_path = out_dir.join("spmv-h200.md");
+    let md_path = out_dir.join(format!("{}.md", args.stem));
     std::fs::write(&md_path, render_markdown(&report))
         .with_context(|| format!("writing {}", md_path.display()))?;
-    let svg_path = out_dir.join("spmv-h200.svg");
+    let svg_path = out_dir.join(format!("{}.svg", args.stem));
     render_svg(&report.rows, &svg_path)?;
     let dataset_path = args
         .dataset

@@ -36,7 +36,7 @@ pub const TORCH_WHEELS: &[&str] = &[
 /// (used by `cargo xtask train` without arguments).
 pub const COMMITTED_TRAIN_ARGS: &[&str] = &[
     "--dataset",
-    "policies/data/h200-round0.json.gz",
+    "policies/data/h200-round1.json.gz",
     "--extra-dataset",
     "policies/data/h200-bench-sweep.json.gz",
     "--out",
@@ -56,7 +56,7 @@ pub const COMMITTED_TRAIN_ARGS: &[&str] = &[
     "--epochs",
     "300",
     "--round",
-    "0",
+    "1",
 ];
 
 /// Installs libtorch into `.tools/torch` unless present; returns `LIBTORCH`
@@ -140,7 +140,7 @@ pub struct EvalArgs {
     #[arg(long, default_value = "policies/policy.json")]
     pub policy: PathBuf,
     /// Measured dataset (every core variant per matrix).
-    #[arg(long, default_value = "policies/data/h200-round0.json.gz")]
+    #[arg(long, default_value = "policies/data/h200-round1.json.gz")]
     pub dataset: PathBuf,
     /// The benchmark's oracle sweep (same run as the cuSPARSE numbers).
     #[arg(long, default_value = "policies/data/h200-bench-sweep.json.gz")]
@@ -154,6 +154,19 @@ pub struct EvalArgs {
     /// Output file stem (`.md`, `.json`, `.svg`).
     #[arg(long, default_value = "policy-eval-h200")]
     pub stem: String,
+    /// Measure instead of reading recorded files (needs a GPU): benchmark the
+    /// held-out matrices now (every core variant, the template rule, the
+    /// shipped search and every cuSPARSE algorithm, through `xtask bench`),
+    /// write `<stem>-bench.*` and `<stem>-sweep.json.gz` into `--out`, and
+    /// evaluate on those; `--dataset`, `--sweep` and `--bench` are ignored.
+    #[arg(long)]
+    pub measure: bool,
+    /// With `--measure`: folder of the real matrices (as for `bench`).
+    #[arg(long)]
+    pub matrices: Option<PathBuf>,
+    /// With `--measure`: time guard in seconds for the benchmark.
+    #[arg(long, default_value_t = 400.0)]
+    pub max_seconds: f64,
 }
 
 /// A summary column: GB/s of one choice on a record.
@@ -231,9 +244,52 @@ fn gm(xs: impl Iterator<Item = Option<f64>>) -> (f64, usize) {
     (geomean(&v), v.len())
 }
 
-/// Runs the offline evaluation and writes the report.
-pub fn eval(args: EvalArgs) -> Result<()> {
+/// Runs the evaluation (offline from recorded files, or measuring first with
+/// `--measure`) and writes the report.
+pub fn eval(mut args: EvalArgs) -> Result<()> {
     let root = workspace_root();
+    if args.measure {
+        let policy_path = if args.policy.is_absolute() {
+            args.policy.clone()
+        } else {
+            root.join(&args.policy)
+        };
+        let meta = LearnedPolicy::load(&policy_path)
+            .map_err(|e| anyhow!("loading {}: {e}", policy_path.display()))?
+            .file()
+            .clone();
+        let stem = format!("{}-bench", args.stem);
+        let sweep = args.out.join(format!("{}-sweep.json.gz", args.stem));
+        println!(
+            "eval-policy: measuring the held-out matrices {:?} and classes {:?}",
+            meta.holdout_names, meta.holdout_classes
+        );
+        crate::bench::run(crate::bench::Args {
+            suite: crate::bench::SuiteArg::Real,
+            value: crate::bench::ValueArg::Both,
+            large_value: crate::bench::ValueArg::F32,
+            matrices: args.matrices.clone(),
+            out: args.out.clone(),
+            budget_large: 6.0,
+            budget_real: 2.0,
+            quick: false,
+            max_seconds: args.max_seconds,
+            dataset: Some(sweep.clone()),
+            sweep_reps: 10,
+            reps: 50,
+            only: meta
+                .holdout_names
+                .iter()
+                .chain(&meta.holdout_classes)
+                .cloned()
+                .collect(),
+            corpus: true,
+            stem: stem.clone(),
+        })?;
+        args.dataset = sweep.clone();
+        args.sweep = sweep;
+        args.bench = args.out.join(format!("{stem}.json"));
+    }
     let abs = |p: &Path| {
         if p.is_absolute() {
             p.to_path_buf()
@@ -453,7 +509,11 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         },
     });
     let report = json!({
-        "note": "Every GB/s is a measurement taken on an H200 machine (the datasets and benchmark named in `sources`), combined offline; nothing is estimated except `zero_shot_predicted_gbs`, the policy's own prediction, shown for reference.",
+        "note": if args.measure {
+            "Every GB/s was measured in this run (`eval-policy --measure`: the benchmark of the held-out matrices named in `sources`, with a sweep of every core variant and every cuSPARSE algorithm); nothing is estimated except `zero_shot_predicted_gbs`, the policy's own prediction, shown for reference."
+        } else {
+            "Every GB/s is a measurement taken on an H200 machine (the datasets and benchmark named in `sources`), combined offline; nothing is estimated except `zero_shot_predicted_gbs`, the policy's own prediction, shown for reference."
+        },
         "sources": sources,
         "summary": summary,
         "rows": rows,
@@ -500,11 +560,17 @@ fn markdown(args: &EvalArgs, report: &Value, rows: &[EvalRow], svg: &str) -> Str
     let g = |v: &Value| v.as_f64().map(|x| format!("{x:.0}")).unwrap_or("-".into());
     let mut out = String::new();
     let _ = writeln!(out, "# Learned policy on held-out matrices (H200)\n");
+    let how = if args.measure {
+        "measured in one run of `cargo xtask eval-policy --measure` (the held-out matrices \
+         benchmarked, then evaluated)"
+    } else {
+        "combined offline by `cargo xtask eval-policy` from recorded runs"
+    };
     let _ = writeln!(
         out,
-        "Every GB/s below is a **measurement taken on an H200 machine**, combined offline by \
-         `cargo xtask eval-policy`; nothing is estimated (the one exception, the policy's own \
-         predicted GB/s of its pick, is labelled as a prediction). Sources:\n"
+        "Every GB/s below is a **measurement taken on an H200 machine**, {how}; nothing is \
+         estimated (the one exception, the policy's own predicted GB/s of its pick, is labelled \
+         as a prediction). Sources:\n"
     );
     let _ = writeln!(
         out,

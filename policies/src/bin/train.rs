@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run -p sparserl-policies --features train --bin train -- \
-//!     --dataset policies/data/h200-round0.json.gz --out policies/policy.json \
+//!     --dataset policies/data/h200-round1.json.gz --out policies/policy.json \
 //!     --holdout-class road-network --holdout some-matrix --seed 0 --epochs 300
 //! ```
 
