@@ -144,8 +144,10 @@ pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
     let m = f.mean_row.max(1e-9);
     let w = (f.nnz / CONCURRENT_LANES).max(1e-9);
     let (eff, critical) = match v.strategy {
-        Strategy::ThreadPerRow | Strategy::GroupPerRow => {
-            let l = if v.strategy == Strategy::ThreadPerRow {
+        // Diagonal: whether the layout exists is not in the features; scored
+        // like thread-per-row (its CSR counterpart), the search measures it.
+        Strategy::ThreadPerRow | Strategy::GroupPerRow | Strategy::Diagonal => {
+            let l = if v.strategy != Strategy::GroupPerRow {
                 1.0
             } else {
                 v.lanes as f64
@@ -153,7 +155,7 @@ pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
             let k = 32.0 / l;
             let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
             let mut e = m / (l * (qk / l + 0.5).max(1.0));
-            if v.strategy == Strategy::ThreadPerRow {
+            if v.strategy != Strategy::GroupPerRow {
                 e *= 0.6 + 0.4 / (m / 8.0).max(1.0);
             }
             (e, f.max_row / l)

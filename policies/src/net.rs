@@ -27,7 +27,7 @@ use crate::{Policy, Proposal};
 /// Format tag of policy files this code reads.
 pub const FORMAT: &str = "sparserl-policy/1";
 /// Strategy vocabulary (head order).
-pub const STRATEGIES: [Strategy; 4] = Strategy::ALL;
+pub const STRATEGIES: [Strategy; 4] = Strategy::CSR;
 /// Block sizes (head order).
 pub const BLOCKS: [u32; 3] = [128, 256, 512];
 /// Lanes per row for group-per-row (head order).
@@ -153,7 +153,9 @@ pub fn variant_of(a: [usize; 6]) -> Variant {
 /// Which heads a strategy uses: `[block, lanes, items, unroll, ldg]`.
 pub fn heads_used(s: Strategy) -> [bool; 5] {
     match s {
-        Strategy::ThreadPerRow | Strategy::BlockPerRow => [true, false, false, true, true],
+        Strategy::ThreadPerRow | Strategy::BlockPerRow | Strategy::Diagonal => {
+            [true, false, false, true, true]
+        }
         Strategy::GroupPerRow => [true, true, false, true, true],
         Strategy::NnzSplit => [true, false, true, false, true],
     }

@@ -295,16 +295,28 @@ pub struct Prepared {
 }
 
 fn prepare(ds: &Dataset, rec: &MatrixRecord) -> Option<Prepared> {
-    let best = rec.best_gbs();
-    if best <= 0.0 || rec.features.len() != 18 {
-        return None;
-    }
-    let mut measured = vec![None; 150];
     let index: BTreeMap<Variant, usize> = core_space()
         .into_iter()
         .enumerate()
         .map(|(i, v)| (v, i))
         .collect();
+    // Rewards are relative to the best variant the policy can pick (the core
+    // space); layout strategies (e.g. diagonal) are the search's business.
+    let best = rec
+        .results
+        .iter()
+        .filter(|r| r.3)
+        .filter(|r| {
+            ds.variants
+                .get(r.0)
+                .is_some_and(|v| index.contains_key(&v.canonical()))
+        })
+        .map(|r| r.1)
+        .fold(0.0, f64::max);
+    if best <= 0.0 || rec.features.len() != 18 {
+        return None;
+    }
+    let mut measured = vec![None; 150];
     for r in &rec.results {
         let Some(v) = ds.variants.get(r.0) else {
             continue;

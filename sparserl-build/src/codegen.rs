@@ -13,6 +13,8 @@
 //! launched with [`Variant::grid`]`(rows, nnz)` blocks of [`Variant::block`]
 //! threads (any grid is correct: the kernels use grid-stride loops). When
 //! [`Variant::needs_zeroed_y`] holds, `y` must be zeroed before the launch.
+//! Diagonal kernels read the diagonal layout through the same parameters
+//! (see `sparserl_rt::launch`).
 //!
 //! The output is byte-for-byte deterministic for a given variant, value type
 //! and [`generator_fingerprint`].
@@ -31,14 +33,16 @@ const THREAD_PER_ROW: &str = include_str!("../kernels/thread_per_row.cu");
 const GROUP_PER_ROW: &str = include_str!("../kernels/group_per_row.cu");
 const BLOCK_PER_ROW: &str = include_str!("../kernels/block_per_row.cu");
 const NNZ_SPLIT: &str = include_str!("../kernels/nnz_split.cu");
+const DIAGONAL: &str = include_str!("../kernels/diagonal.cu");
 
 /// Every fragment, in a fixed order (name, text).
-const FRAGMENTS: [(&str, &str); 5] = [
+const FRAGMENTS: [(&str, &str); 6] = [
     ("common.cuh", COMMON),
     ("thread_per_row.cu", THREAD_PER_ROW),
     ("group_per_row.cu", GROUP_PER_ROW),
     ("block_per_row.cu", BLOCK_PER_ROW),
     ("nnz_split.cu", NNZ_SPLIT),
+    ("diagonal.cu", DIAGONAL),
 ];
 
 /// Errors of [`generate`].
@@ -103,6 +107,7 @@ fn strategy_fragment(s: Strategy) -> &'static str {
         Strategy::GroupPerRow => GROUP_PER_ROW,
         Strategy::BlockPerRow => BLOCK_PER_ROW,
         Strategy::NnzSplit => NNZ_SPLIT,
+        Strategy::Diagonal => DIAGONAL,
     }
 }
 
@@ -120,7 +125,7 @@ pub fn generate(variant: &Variant, value: ValueType) -> Result<KernelSource, Cod
 
     let mut s = String::with_capacity(COMMON.len() + body.len() + 1024);
     // `write!` into a String cannot fail.
-    let _ = writeln!(s, "// SparseRL generated CSR SpMV kernel. Do not edit.");
+    let _ = writeln!(s, "// SparseRL generated SpMV kernel. Do not edit.");
     let _ = writeln!(s, "// variant: {}", v.id());
     let _ = writeln!(s, "// value type: {}", value.as_str());
     let _ = writeln!(s, "// generator: {}", generator_fingerprint());
@@ -150,7 +155,7 @@ pub fn generate(variant: &Variant, value: ValueType) -> Result<KernelSource, Cod
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sparserl_rt::core_space;
+    use sparserl_rt::full_space as core_space;
     use std::collections::HashSet;
 
     #[test]

@@ -79,7 +79,8 @@ impl GpuTuner {
         }
     }
 
-    /// Measures every variant of `variants` on `matrices` (exhaustive sweep),
+    /// Measures every variant of `variants` that can run on `matrices`
+    /// (exhaustive sweep; layout variants the matrices lack are left out),
     /// returning per-variant per-sample measurements.
     pub fn sweep(
         &self,
@@ -95,10 +96,13 @@ impl GpuTuner {
             reps: u32,
         ) -> Result<Vec<(Variant, Vec<SampleResult>)>, SearchError> {
             let mut src = GpuSource::<T>::new(gpu, matrices)?;
-            variants
-                .iter()
-                .map(|v| src.measure(v, reps).map(|(r, _)| (*v, r)))
-                .collect()
+            let mut out = Vec::with_capacity(variants.len());
+            for v in variants {
+                if src.applicable(v) {
+                    out.push((*v, src.measure(v, reps)?.0));
+                }
+            }
+            Ok(out)
         }
         match value {
             ValueType::F32 => run::<f32>(&self.gpu, matrices, variants, reps),
@@ -165,6 +169,14 @@ fn to_sample(m: &Measurement) -> SampleResult {
 impl<T: Scalar> MeasureSource for GpuSource<T> {
     fn samples(&self) -> usize {
         self.benches.len()
+    }
+
+    fn applicable(&self, variant: &Variant) -> bool {
+        !variant.strategy.needs_layout()
+            || self
+                .benches
+                .iter()
+                .all(|b| b.device_csr().diagonals().is_some())
     }
 
     fn measure(

@@ -7,7 +7,10 @@
 //!
 //! Algorithm:
 //! 1. Measure the policy's first `initial` proposals (a variant that fails the
-//!    correctness check on any sample is recorded and never chosen).
+//!    correctness check on any sample is recorded and never chosen), then,
+//!    when the samples have a layout other than CSR, a few variants of the
+//!    strategy that reads it ([`layout_proposals`]). Variants the samples
+//!    cannot run ([`MeasureSource::applicable`]) are never measured.
 //! 2. Generations: parents = the best `parents` correct variants; children by
 //!    mutating one parameter (strategy, block, lanes, items, unroll, `x` load
 //!    path, streaming stores, register cap) or crossing two parents; children
@@ -75,6 +78,29 @@ pub trait MeasureSource {
         variant: &Variant,
         reps: u32,
     ) -> Result<(Vec<SampleResult>, f64), SearchError>;
+    /// Whether `variant` can run on every sample at all (a strategy that
+    /// needs a layout the samples lack cannot). The search skips variants
+    /// that cannot and proposes layout strategies ([`layout_proposals`]) on
+    /// the samples that have their layout.
+    fn applicable(&self, variant: &Variant) -> bool {
+        let _ = variant;
+        true
+    }
+}
+
+/// The layout-strategy variants the search measures right after the policy's
+/// proposals when the samples have the layout (the policy's vocabulary covers
+/// the CSR strategies only): diagonal kernels with block 256 and unroll 1 or
+/// 2, and block 512 with unroll 4, all with `__ldg` loads of `x`.
+pub fn layout_proposals() -> Vec<Variant> {
+    [(256, 1), (256, 2), (512, 4)]
+        .into_iter()
+        .map(|(block, unroll)| Variant {
+            block,
+            unroll,
+            ..Variant::of(Strategy::Diagonal)
+        })
+        .collect()
 }
 
 /// One entry of the audit trail.
@@ -82,7 +108,7 @@ pub trait MeasureSource {
 pub struct Trial {
     /// Variant id.
     pub variant: Variant,
-    /// Phase: `policy`, `mutate`, `crossover`, `climb`, `final`.
+    /// Phase: `policy`, `layout`, `mutate`, `crossover`, `climb`, `final`.
     pub phase: String,
     /// Geometric mean GB/s over samples (0 when incorrect).
     pub gbs: f64,
@@ -309,7 +335,7 @@ pub fn search(
                            spent: &mut f64|
      -> Result<bool, SearchError> {
         let v = v.canonical();
-        if seen.contains_key(&v) || v.validate().is_err() {
+        if seen.contains_key(&v) || v.validate().is_err() || !source.applicable(&v) {
             return Ok(false);
         }
         let (res, secs) = source.measure(&v, cfg.reps)?;
@@ -326,6 +352,12 @@ pub fn search(
             break;
         }
         try_variant(*p, "policy", &mut seen, &mut trials, &mut spent)?;
+    }
+    for v in layout_proposals() {
+        if over_budget(spent, seen.len()) {
+            break;
+        }
+        try_variant(v, "layout", &mut seen, &mut trials, &mut spent)?;
     }
 
     let best_of = |seen: &HashMap<Variant, f64>| {
@@ -527,6 +559,7 @@ mod tests {
             Strategy::NnzSplit => 900.0,
             Strategy::ThreadPerRow => 500.0,
             Strategy::BlockPerRow => 100.0,
+            Strategy::Diagonal => 50.0,
         };
         base + if v.stream_y { 30.0 } else { 0.0 } + v.block as f64 / 100.0
     }
@@ -648,6 +681,46 @@ mod tests {
             "stopped after {} candidates: {}",
             out.candidates,
             out.stopped
+        );
+    }
+
+    #[test]
+    fn layout_strategies_are_measured_only_where_they_apply() {
+        // A source whose samples have the diagonal layout, on which diagonal
+        // kernels are fastest: the search proposes them and one wins.
+        struct Layout(Sim, bool);
+        impl MeasureSource for Layout {
+            fn samples(&self) -> usize {
+                self.0.samples()
+            }
+            fn measure(
+                &mut self,
+                v: &Variant,
+                reps: u32,
+            ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+                assert!(self.applicable(v), "measured an inapplicable {v}");
+                self.0.measure(v, reps)
+            }
+            fn applicable(&self, v: &Variant) -> bool {
+                self.1 || !v.strategy.needs_layout()
+            }
+        }
+        let mut fast = sim(|_| false, 0.0, 0.01);
+        fast.score = |v| match v.strategy {
+            Strategy::Diagonal => 3000.0 + v.unroll as f64,
+            _ => score(v),
+        };
+        let mut with = Layout(fast, true);
+        let out = search(&proposals(), &mut with, &SearchConfig::default()).unwrap();
+        assert_eq!(out.winner.strategy, Strategy::Diagonal);
+        assert!(out.trials.iter().any(|t| t.phase == "layout"));
+        // Without the layout, no diagonal variant is ever measured.
+        let mut without = Layout(sim(|_| false, 0.0, 0.01), false);
+        let out = search(&proposals(), &mut without, &SearchConfig::default()).unwrap();
+        assert!(
+            out.trials
+                .iter()
+                .all(|t| t.variant.strategy != Strategy::Diagonal)
         );
     }
 

@@ -1,4 +1,5 @@
-//! Compiles every generated kernel of the core design space (plus a few
+//! Compiles every generated kernel of the full design space (core and layout
+//! strategies, plus a few
 //! fine-knob variants) with NVRTC, then assembles it with `ptxas` for sm_80
 //! and sm_90, requiring success and zero spill bytes for every entry.
 //!
@@ -7,7 +8,7 @@
 
 use sparserl_build::codegen::{self, KernelSource};
 use sparserl_rt::nvrtc;
-use sparserl_rt::{Strategy, ValueType, Variant, core_space};
+use sparserl_rt::{Strategy, ValueType, Variant, full_space};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -15,7 +16,7 @@ const PTX_ARCH: &str = "compute_80";
 const SASS_ARCHS: [&str; 2] = ["sm_80", "sm_90"];
 
 fn variants() -> Vec<Variant> {
-    let mut out = core_space();
+    let mut out = full_space();
     for s in Strategy::ALL {
         for (stream_y, min_blocks) in [(true, 0), (false, 2), (false, 4), (true, 4)] {
             out.push(Variant {
@@ -44,6 +45,11 @@ fn variants() -> Vec<Variant> {
         block: 128,
         min_blocks: 4,
         ..Variant::of(Strategy::NnzSplit)
+    });
+    out.push(Variant {
+        block: 1024,
+        unroll: 8,
+        ..Variant::of(Strategy::Diagonal)
     });
     // Every fine-knob combination `Variant::validate` accepts (the search never
     // proposes others).

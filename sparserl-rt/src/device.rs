@@ -233,6 +233,12 @@ fn upload_padded<T: DeviceRepr + ValidAsZeroBits + Copy>(
 
 /// A CSR matrix on the device: 32-bit indices, values of type `T`, plus the
 /// host-computed [`Features`] used by runtime dispatch.
+///
+/// When the matrix qualifies (see [`crate::dia`]), the upload also builds the
+/// diagonal layout that [`Strategy::Diagonal`](crate::Strategy::Diagonal)
+/// kernels read ([`DeviceCsr::diagonals`]); it costs about one value per
+/// nonzero of extra device memory and can be dropped with
+/// [`DeviceCsr::drop_layouts`] when no diagonal kernel will run.
 pub struct DeviceCsr<T: Scalar> {
     rows: usize,
     cols: usize,
@@ -241,6 +247,19 @@ pub struct DeviceCsr<T: Scalar> {
     indices: CudaSlice<i32>,
     values: CudaSlice<T>,
     features: Features,
+    dia: Option<DeviceDia<T>>,
+}
+
+/// The diagonal layout of a [`DeviceCsr`] (see [`crate::dia`]).
+pub struct DeviceDia<T: Scalar> {
+    /// Ascending diagonal offsets `col - row`.
+    pub offsets: CudaSlice<i32>,
+    /// Diagonal-major values, `offsets.len() * rows` entries, zero padded.
+    pub values: CudaSlice<T>,
+    /// Number of diagonals.
+    pub diagonals: usize,
+    /// Stored entries per nonzero (1.0 = no padding).
+    pub stored_per_nnz: f64,
 }
 
 impl<T: Scalar> fmt::Debug for DeviceCsr<T> {
@@ -250,6 +269,15 @@ impl<T: Scalar> fmt::Debug for DeviceCsr<T> {
             .field("rows", &self.rows)
             .field("cols", &self.cols)
             .field("nnz", &self.nnz)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Scalar> fmt::Debug for DeviceDia<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceDia")
+            .field("diagonals", &self.diagonals)
+            .field("stored_per_nnz", &self.stored_per_nnz)
             .finish_non_exhaustive()
     }
 }
@@ -305,7 +333,20 @@ impl<T: Scalar> DeviceCsr<T> {
         // Validated: every offset and index is below i32::MAX.
         let indptr: Vec<i32> = csr.indptr().iter().map(|&p| p as i32).collect();
         let indices: Vec<i32> = csr.indices().iter().map(|&c| c as i32).collect();
+        let dia = match crate::dia::diagonal_offsets(csr) {
+            Some(offsets) => {
+                let dvals = crate::dia::diagonal_values(csr, &offsets, values);
+                Some(DeviceDia {
+                    stored_per_nnz: crate::dia::stored_per_nnz(csr, &offsets),
+                    diagonals: offsets.len(),
+                    offsets: gpu.stream.clone_htod(&offsets)?,
+                    values: upload_padded(gpu, &dvals)?,
+                })
+            }
+            None => None,
+        };
         Ok(DeviceCsr {
+            dia,
             rows: csr.rows(),
             cols: csr.cols(),
             nnz: csr.nnz(),
@@ -344,9 +385,30 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn values(&self) -> &CudaSlice<T> {
         &self.values
     }
-    /// Device memory held by the matrix arrays, in bytes.
+    /// Device memory held by the CSR arrays, in bytes.
     pub fn device_bytes(&self) -> usize {
         self.indptr.num_bytes() + self.indices.num_bytes() + self.values.num_bytes()
+    }
+    /// The diagonal layout, when the matrix qualified for it at upload and it
+    /// was not dropped.
+    pub fn diagonals(&self) -> Option<&DeviceDia<T>> {
+        self.dia.as_ref()
+    }
+    /// Device memory of the arrays that a kernel of `strategy` reads, in bytes
+    /// (the CSR arrays, or the diagonal layout for diagonal kernels; `None`
+    /// when that layout is not available).
+    pub fn layout_bytes(&self, strategy: crate::Strategy) -> Option<usize> {
+        if strategy == crate::Strategy::Diagonal {
+            self.dia
+                .as_ref()
+                .map(|d| d.offsets.num_bytes() + d.values.num_bytes())
+        } else {
+            Some(self.device_bytes())
+        }
+    }
+    /// Frees the layouts other than CSR (diagonal kernels then fall back).
+    pub fn drop_layouts(&mut self) {
+        self.dia = None;
     }
 }
 

@@ -82,6 +82,14 @@ pub enum RtError {
         /// First violated rule.
         reason: String,
     },
+    /// The variant reads a layout that the uploaded matrix does not have.
+    #[error("kernel variant {variant} cannot run on this matrix: {reason}")]
+    LayoutUnavailable {
+        /// Variant id.
+        variant: String,
+        /// Why the layout is missing.
+        reason: String,
+    },
 }
 
 impl RtError {

@@ -9,6 +9,11 @@
 //!
 //! launched with [`Variant::grid`] blocks of `variant.block` threads and no
 //! dynamic shared memory; `y` is zeroed first when [`Variant::needs_zeroed_y`].
+//!
+//! Diagonal kernels ([`Strategy::Diagonal`]) keep the same signature and read
+//! the matrix's diagonal layout ([`crate::dia`]) through it: `nnz` is the
+//! number of diagonals, `indptr` the diagonal offsets, `values` the
+//! diagonal-major values; `indices` is passed but not read.
 
 use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
 use crate::error::RtError;
@@ -34,7 +39,9 @@ pub enum Dispatch {
 /// Decides between a kernel's tuned variant and its fallback for a matrix.
 ///
 /// Nnz-balanced variants ([`Strategy::NnzSplit`]) are safe for any shape and
-/// are always used as tuned. A row-mapped variant falls back when the matrix
+/// are always used as tuned; so are diagonal variants, whose speed depends on
+/// the layout's padding rather than on row lengths (a matrix without the
+/// layout falls back in [`resolve`]). A row-mapped variant falls back when the matrix
 /// is far from [`KernelSpec::tuned_for`] by any of these rules (`t` = tuned,
 /// `m` = matrix):
 ///
@@ -45,7 +52,10 @@ pub enum Dispatch {
 ///
 /// A non-finite tuned statistic never triggers a fallback.
 pub fn dispatch(spec: &KernelSpec, m: &Features) -> Dispatch {
-    if spec.variant.strategy == Strategy::NnzSplit {
+    if matches!(
+        spec.variant.strategy,
+        Strategy::NnzSplit | Strategy::Diagonal
+    ) {
         return Dispatch::Tuned;
     }
     let t = &spec.tuned_for;
@@ -117,13 +127,26 @@ pub fn load_entry(
 
 /// The function and variant to launch for `spec` on a matrix with `features`,
 /// after [`dispatch`] (warning once per kernel when it falls back).
+/// `has_layout` says whether the matrix holds the layout the tuned variant
+/// reads ([`Strategy::needs_layout`]); without it the fallback runs.
 pub fn resolve(
     gpu: &Gpu,
     spec: &KernelSpec,
     features: &Features,
+    has_layout: bool,
 ) -> Result<(CudaFunction, Variant), RtError> {
     let (ptx, fallback_ptx) = spec.ptx_for(gpu.compute_capability());
-    match dispatch(spec, features) {
+    let decision = if spec.variant.strategy.needs_layout() && !has_layout {
+        Dispatch::Fallback {
+            reason: format!(
+                "the matrix has no {} layout (see sparserl_rt::dia)",
+                spec.variant.strategy.as_str()
+            ),
+        }
+    } else {
+        dispatch(spec, features)
+    };
+    match decision {
         Dispatch::Tuned => Ok((
             load_entry(gpu, spec.name, spec.entry, ptx, spec.source)?,
             spec.variant,
@@ -188,23 +211,45 @@ pub fn launch_variant<T: Scalar>(
     };
     // DeviceCsr guarantees all three are below i32::MAX.
     let (rows, cols, nnz) = (a.rows() as i32, a.cols() as i32, a.nnz() as i32);
+    // At most MAX_DIAGONALS (64).
+    let ndiag = a.diagonals().map_or(0, |d| d.diagonals as i32);
     let mut builder = stream.launch_builder(func);
-    builder
-        .arg(&rows)
-        .arg(&cols)
-        .arg(&nnz)
-        .arg(a.indptr())
-        .arg(a.indices())
-        .arg(a.values())
-        .arg(x)
-        .arg(y);
+    if variant.strategy == Strategy::Diagonal {
+        let dia = a.diagonals().ok_or_else(|| RtError::LayoutUnavailable {
+            variant: variant.id(),
+            reason: "the matrix has no diagonal layout (more than 64 diagonals or more than \
+                     50% padding, or it was dropped)"
+                .into(),
+        })?;
+        builder
+            .arg(&rows)
+            .arg(&cols)
+            .arg(&ndiag)
+            .arg(&dia.offsets)
+            .arg(a.indices())
+            .arg(&dia.values)
+            .arg(x)
+            .arg(y);
+    } else {
+        builder
+            .arg(&rows)
+            .arg(&cols)
+            .arg(&nnz)
+            .arg(a.indptr())
+            .arg(a.indices())
+            .arg(a.values())
+            .arg(x)
+            .arg(y);
+    }
     // SAFETY: the arguments match the generated ABI in type and order
     // (int, int, int, const int*, const int*, const T*, const T*, T*) with
-    // `T` = `Scalar::TYPE`; `indptr` has rows + 1 entries, `indices`/`values`
-    // hold nnz entries with validated column indices < cols, and `x`/`y` were
-    // checked above to hold at least cols/rows entries, so the kernel only
-    // touches memory inside these buffers, which outlive the queued launch
-    // (they are freed in stream order on the same stream).
+    // `T` = `Scalar::TYPE`. CSR kernels: `indptr` has rows + 1 entries,
+    // `indices`/`values` hold nnz entries with validated column indices < cols.
+    // Diagonal kernels: `ndiag` <= 64 offsets and ndiag * rows values, and the
+    // kernel bounds every column by `cols`. `x`/`y` were checked above to hold
+    // at least cols/rows entries, so the kernel only touches memory inside
+    // these buffers, which outlive the queued launch (they are freed in
+    // stream order on the same stream).
     unsafe { builder.launch(cfg) }?;
     Ok(())
 }
@@ -279,7 +324,7 @@ pub fn spmv_with_spec<T: Scalar>(
             found: y.len(),
         });
     }
-    let (func, variant) = resolve(gpu, spec, a.features())?;
+    let (func, variant) = resolve(gpu, spec, a.features(), a.diagonals().is_some())?;
     launch_variant(gpu, &func, &variant, a, x.as_slice(), y.as_mut_slice())
 }
 

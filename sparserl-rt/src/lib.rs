@@ -11,7 +11,8 @@ pub mod csr;
 pub mod variant;
 
 pub use csr::{Csr, CsrError};
-pub use variant::{Strategy, ValueType, Variant, core_space};
+pub use variant::{Strategy, ValueType, Variant, core_space, full_space, layout_space};
+pub mod dia;
 pub mod features;
 pub mod kernel;
 pub mod mtx;
@@ -23,7 +24,7 @@ pub mod error;
 pub mod launch;
 pub mod measure;
 pub mod nvrtc;
-pub use device::{DeviceCsr, DeviceVec, Gpu, Scalar, validate_raw};
+pub use device::{DeviceCsr, DeviceDia, DeviceVec, Gpu, Scalar, validate_raw};
 pub use error::RtError;
 pub use launch::{Dispatch, SpmvKernel, dispatch, launch_variant};
 pub use measure::{Bench, MeasureOptions, Measurement, copy_bandwidth_gbs, tolerance};

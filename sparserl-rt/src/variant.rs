@@ -64,16 +64,37 @@ pub enum Strategy {
     /// nonzeros, finds its row by binary search and adds partial row sums with
     /// atomics at row ends. Safe and balanced for any row-length distribution.
     NnzSplit,
+    /// Diagonal (DIA) layout, one thread per row: the matrix is stored as a
+    /// few dense diagonals (offset `col - row` per diagonal, zero padding
+    /// where a diagonal has no entry), so no column indices or row pointers
+    /// are read. Available only for matrices whose nonzeros lie on at most
+    /// [`crate::dia::MAX_DIAGONALS`] diagonals with little padding
+    /// (stencils, narrow banded matrices); `unroll` unrolls the diagonal loop.
+    Diagonal,
 }
 
 impl Strategy {
     /// Every strategy the generator knows.
-    pub const ALL: [Strategy; 4] = [
+    pub const ALL: [Strategy; 5] = [
+        Strategy::ThreadPerRow,
+        Strategy::GroupPerRow,
+        Strategy::BlockPerRow,
+        Strategy::NnzSplit,
+        Strategy::Diagonal,
+    ];
+    /// The strategies that read plain CSR and so apply to every matrix
+    /// (the learned policy's strategy vocabulary).
+    pub const CSR: [Strategy; 4] = [
         Strategy::ThreadPerRow,
         Strategy::GroupPerRow,
         Strategy::BlockPerRow,
         Strategy::NnzSplit,
     ];
+    /// Whether the strategy reads a layout other than CSR (built at upload
+    /// when the matrix allows it, see [`crate::DeviceCsr`]).
+    pub const fn needs_layout(self) -> bool {
+        matches!(self, Strategy::Diagonal)
+    }
     /// Short stable name.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -81,6 +102,7 @@ impl Strategy {
             Strategy::GroupPerRow => "group-per-row",
             Strategy::BlockPerRow => "block-per-row",
             Strategy::NnzSplit => "nnz-split",
+            Strategy::Diagonal => "diagonal",
         }
     }
 }
@@ -137,7 +159,7 @@ impl Variant {
     pub const fn canonical(self) -> Variant {
         let mut v = self;
         match v.strategy {
-            Strategy::ThreadPerRow | Strategy::BlockPerRow => {
+            Strategy::ThreadPerRow | Strategy::BlockPerRow | Strategy::Diagonal => {
                 v.lanes = 1;
                 v.items = 1;
             }
@@ -193,7 +215,7 @@ impl Variant {
     /// Grid size (number of blocks) for a matrix with `rows` rows and `nnz` nonzeros.
     pub fn grid(&self, rows: usize, nnz: usize) -> u32 {
         let work_items: usize = match self.strategy {
-            Strategy::ThreadPerRow => rows,
+            Strategy::ThreadPerRow | Strategy::Diagonal => rows,
             Strategy::GroupPerRow => rows * self.lanes as usize,
             Strategy::BlockPerRow => return rows.clamp(1, i32::MAX as usize) as u32,
             Strategy::NnzSplit => nnz.div_ceil(self.items as usize),
@@ -228,7 +250,36 @@ impl Variant {
     }
 }
 
-/// The core design space: every strategy crossed with its mapping parameters
+/// The layout design space: variants of the strategies that need a layout
+/// other than CSR ([`Strategy::needs_layout`]), each block size crossed with
+/// the unroll factor and the `x` load path. They apply only to matrices whose
+/// structure allows the layout, so they are kept apart from [`core_space`]
+/// (every variant of which runs on any matrix).
+pub fn layout_space() -> Vec<Variant> {
+    let mut out = Vec::new();
+    for ldg_x in [true, false] {
+        for block in [128, 256, 512] {
+            for unroll in [1, 2, 4] {
+                out.push(Variant {
+                    block,
+                    unroll,
+                    ldg_x,
+                    ..Variant::of(Strategy::Diagonal)
+                });
+            }
+        }
+    }
+    out
+}
+
+/// [`core_space`] followed by [`layout_space`]: what exhaustive sweeps measure.
+pub fn full_space() -> Vec<Variant> {
+    let mut out = core_space();
+    out.extend(layout_space());
+    out
+}
+
+/// The core design space: every CSR strategy crossed with its mapping parameters
 /// (block size, lanes, items, unroll) and the `x` load path. Fine knobs
 /// (`stream_y`, `min_blocks`) are left at their defaults here and explored by
 /// the search's refinement. Deterministic order, no duplicates.
@@ -303,6 +354,16 @@ mod tests {
             assert_eq!(*v, v.canonical());
         }
         assert_eq!(space.len(), 2 * 3 * (3 * 6 + 2 + 5));
+        assert!(space.iter().all(|v| !v.strategy.needs_layout()));
+        let full = full_space();
+        let set: std::collections::HashSet<_> = full.iter().map(|v| v.id()).collect();
+        assert_eq!(set.len(), full.len());
+        assert_eq!(full.len(), space.len() + 18);
+        for v in layout_space() {
+            v.validate().unwrap();
+            assert_eq!(v, v.canonical());
+            assert!(v.strategy.needs_layout());
+        }
     }
 
     #[test]

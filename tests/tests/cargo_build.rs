@@ -63,6 +63,15 @@ fn main() {
     }
 }
 
+/// The tests share one throwaway target dir and package name: run them one
+/// at a time, so that one test's build cannot land between another's first
+/// and second build and make the second one not fresh.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     Command::new(cargo)
@@ -78,6 +87,7 @@ fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn a_user_crate_builds_and_runs_with_generated_kernels() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("user");
     write_crate(
@@ -105,6 +115,7 @@ pattern = { kind = "banded", rows = 2000, bandwidth = 2, avg-degree = 3 }
 
 #[test]
 fn a_bad_descriptor_fails_the_build_with_the_key_path_and_no_panic() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("user");
     write_crate(

@@ -22,7 +22,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Serialize, Serializer};
 use sparserl_build::codegen;
 use sparserl_rt::{
-    Bench, Csr, Gpu, RtError, Scalar, Strategy, ValueType, Variant, core_space, synth, tolerance,
+    Bench, Csr, Gpu, RtError, Scalar, Strategy, ValueType, Variant, core_space, full_space, synth,
+    tolerance,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -37,9 +38,9 @@ use std::time::{Duration, Instant};
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VariantSet {
-    /// The core design space plus fixed fine-knob variants.
+    /// The core and layout design spaces plus fixed fine-knob variants.
     All,
-    /// The core design space only.
+    /// The core and layout design spaces only.
     Core,
 }
 
@@ -217,9 +218,10 @@ fn fine_variants() -> Vec<Variant> {
         .collect()
 }
 
-/// The variants of `set`, core space first, without duplicates.
+/// The variants of `set`, core space first, then the layout space, without
+/// duplicates.
 fn variant_list(set: VariantSet) -> Vec<Variant> {
-    let mut out = core_space();
+    let mut out = full_space();
     if set == VariantSet::All {
         let mut seen: BTreeSet<String> = out.iter().map(Variant::id).collect();
         for v in fine_variants() {
@@ -359,6 +361,22 @@ fn long_row_matrix(
     )
 }
 
+/// A rectangular matrix on the diagonals -37, -1, 0, 2 and 64 (zero-free
+/// where they fit): qualifies for the diagonal layout, whose padding then
+/// reaches past both the first and the last column.
+fn diagonal_matrix(rows: usize, cols: usize) -> Result<Csr> {
+    let mut t = Vec::new();
+    for r in 0..rows as i64 {
+        for d in [-37i64, -1, 0, 2, 64] {
+            let c = r + d;
+            if c >= 0 && c < cols as i64 {
+                t.push((r as u32, c as u32, 1.0 + ((r * 7 + d) % 5) as f64 / 4.0));
+            }
+        }
+    }
+    Csr::from_triplets(rows, cols, &t).context("building the diagonal edge case")
+}
+
 /// The built-in edge cases of the full check.
 fn edge_cases() -> Result<Vec<TestMatrix>> {
     let synth_err = |what: &str| format!("generating the {what} edge case");
@@ -405,6 +423,14 @@ fn edge_cases() -> Result<Vec<TestMatrix>> {
             "edge-row-of-70000",
             long_row_matrix(2000, 100_000, 1000, 70_000, 5, SEED + 7)?,
         ),
+        TestMatrix::edge(
+            "edge-stencil27-24x24x24",
+            synth::stencil(&[24, 24, 24], 27).with_context(|| synth_err("27-point stencil"))?,
+        ),
+        TestMatrix::edge(
+            "edge-diagonals-rect-3000x2500",
+            diagonal_matrix(3000, 2500)?,
+        ),
     ])
 }
 
@@ -424,6 +450,7 @@ fn sanitizer_matrices() -> Result<Vec<TestMatrix>> {
             synth::uniform(300, 70, 6.0, SEED + 12)
                 .context("generating the 300 x 70 sanitizer case")?,
         ),
+        TestMatrix::edge("san-diagonals-rect-200x150", diagonal_matrix(200, 150)?),
     ])
 }
 
@@ -643,8 +670,12 @@ struct MatrixResult {
     rows: usize,
     cols: usize,
     nnz: usize,
+    /// Variants checked (those whose layout the matrix has).
     variants_total: usize,
     variants_passed: usize,
+    /// Variants of a layout strategy skipped because the matrix lacks the
+    /// layout (e.g. diagonal kernels on a matrix with too many diagonals).
+    variants_not_applicable: usize,
     /// Worst relative error over all variants and checks (`null`: non-finite).
     #[serde(serialize_with = "ser_finite")]
     worst_rel_err: f64,
@@ -735,6 +766,7 @@ fn check_matrix<T: Scalar>(
         nnz: m.csr.nnz(),
         variants_total: loaded.len(),
         variants_passed: 0,
+        variants_not_applicable: 0,
         worst_rel_err: 0.0,
         worst_variant: None,
         failing_variants: Vec::new(),
@@ -759,6 +791,11 @@ fn check_matrix<T: Scalar>(
     };
     if let Some(bench) = &bench {
         for (v, f) in loaded {
+            if v.strategy.needs_layout() && bench.device_csr().diagonals().is_none() {
+                res.variants_total -= 1;
+                res.variants_not_applicable += 1;
+                continue;
+            }
             let (worst, error) = match f {
                 Err(msg) => (
                     f64::INFINITY,
@@ -1616,6 +1653,17 @@ mod tests {
     }
 
     #[test]
+    fn diagonal_edge_cases_have_the_layout() {
+        for (r, c) in [(3000, 2500), (200, 150)] {
+            let m = diagonal_matrix(r, c).unwrap();
+            let offs = sparserl_rt::dia::diagonal_offsets(&m).expect("qualifies");
+            assert_eq!(offs, vec![-37, -1, 0, 2, 64]);
+        }
+        let s = synth::stencil(&[24, 24, 24], 27).unwrap();
+        assert!(sparserl_rt::dia::diagonal_offsets(&s).is_some());
+    }
+
+    #[test]
     fn fine_variants_are_valid_new_and_bounded() {
         let core: BTreeSet<String> = core_space().iter().map(Variant::id).collect();
         let fine = fine_variants();
@@ -1631,7 +1679,7 @@ mod tests {
         let all = variant_list(VariantSet::All);
         let ids: BTreeSet<String> = all.iter().map(Variant::id).collect();
         assert_eq!(ids.len(), all.len());
-        assert_eq!(variant_list(VariantSet::Core).len(), core_space().len());
+        assert_eq!(variant_list(VariantSet::Core).len(), full_space().len());
     }
 
     #[test]

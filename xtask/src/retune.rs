@@ -9,7 +9,7 @@ use sparserl_build::search::SampleResult;
 use sparserl_build::{GpuTuner, LockEntry, LockFile, SearchConfig, read_descriptor};
 use sparserl_policies::dataset::{Dataset, MatrixRecord};
 use sparserl_policies::default_policy;
-use sparserl_rt::{Csr, Features, ValueType, Variant, core_space, synth};
+use sparserl_rt::{Csr, Features, ValueType, Variant, full_space, synth};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -158,7 +158,7 @@ pub fn run(args: Args) -> Result<()> {
         };
         if !args.no_exhaustive {
             let t1 = Instant::now();
-            let space = core_space();
+            let space = full_space();
             let sweep = tuner
                 .sweep(&mats, decl.value, &space, 10)
                 .map_err(|e| anyhow!("{e}"))?;
@@ -181,7 +181,7 @@ pub fn run(args: Args) -> Result<()> {
             let ratio = if best > 0.0 { med[wi] / best } else { 0.0 };
             println!(
                 "  exhaustive: {} variants in {:.1} s; best {} at {best:.0} GB/s; winner re-measured {:.0} GB/s = {:.1}% of the exhaustive best",
-                space.len(),
+                sweep.len(),
                 t1.elapsed().as_secs_f64(),
                 finalists[bi],
                 med[wi],
@@ -191,7 +191,7 @@ pub fn run(args: Args) -> Result<()> {
             k.exhaustive_best_gbs = Some(best);
             k.winner_gbs_remeasured = Some(med[wi]);
             k.winner_vs_exhaustive = Some(ratio);
-            k.exhaustive_variants = Some(space.len());
+            k.exhaustive_variants = Some(sweep.len());
             k.exhaustive_seconds = Some(t1.elapsed().as_secs_f64());
         }
         lock.upsert(LockEntry {
@@ -292,9 +292,25 @@ pub struct CollectArgs {
     /// Existing dataset to merge into.
     #[arg(long)]
     pub append: Option<PathBuf>,
+    /// Which design space to measure (without `--from-policy`): `core` (CSR
+    /// strategies), `layout` (strategies that need another layout, measured
+    /// only on matrices that have it) or `full` (both).
+    #[arg(long, value_enum, default_value = "full")]
+    pub space: SpaceArg,
     /// Smaller synthetic matrices (smoke runs).
     #[arg(long)]
     pub quick: bool,
+}
+
+/// Design space of `collect`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpaceArg {
+    /// `sparserl_rt::core_space()`.
+    Core,
+    /// `sparserl_rt::layout_space()`.
+    Layout,
+    /// `sparserl_rt::full_space()`.
+    Full,
 }
 
 /// The synthetic part of the training corpus: (name, class, matrix).
@@ -410,7 +426,11 @@ pub fn collect(args: CollectArgs) -> Result<()> {
         corpus.push((m.name, m.class, m.csr));
     }
     corpus.extend(synthetic_corpus(args.quick)?);
-    let space = core_space();
+    let space = match args.space {
+        SpaceArg::Core => sparserl_rt::core_space(),
+        SpaceArg::Layout => sparserl_rt::layout_space(),
+        SpaceArg::Full => full_space(),
+    };
     let policy = default_policy();
     let mut ds = Dataset {
         gpu: tuner.name(),
@@ -472,6 +492,10 @@ pub fn collect(args: CollectArgs) -> Result<()> {
                 features: feats.to_vec().to_vec(),
                 results,
             };
+            if rec.results.is_empty() {
+                println!("  {name:<28} {value} no variant of this space applies");
+                continue;
+            }
             let wrong = rec.results.iter().filter(|r| !r.3).count();
             println!(
                 "  {name:<28} {value} nnz {:>9}  best {:>7.0} GB/s  {} variants ({} wrong)  {:.1}s",
