@@ -146,8 +146,8 @@ pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
     let (eff, critical) = match v.strategy {
         // Diagonal: whether the layout exists is not in the features; scored
         // like thread-per-row (its CSR counterpart), the search measures it.
-        Strategy::ThreadPerRow | Strategy::GroupPerRow | Strategy::Diagonal => {
-            let l = if v.strategy != Strategy::GroupPerRow {
+        Strategy::ThreadPerRow | Strategy::GroupPerRow | Strategy::Diagonal | Strategy::Binned => {
+            let l = if !matches!(v.strategy, Strategy::GroupPerRow | Strategy::Binned) {
                 1.0
             } else {
                 v.lanes as f64
@@ -155,10 +155,16 @@ pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
             let k = 32.0 / l;
             let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
             let mut e = m / (l * (qk / l + 0.5).max(1.0));
-            if v.strategy != Strategy::GroupPerRow {
+            if !matches!(v.strategy, Strategy::GroupPerRow | Strategy::Binned) {
                 e *= 0.6 + 0.4 / (m / 8.0).max(1.0);
             }
-            (e, f.max_row / l)
+            // Binned kernels split rows longer than the layout's threshold.
+            let longest = if v.strategy == Strategy::Binned {
+                f.max_row.min((8.0 * m).max(256.0))
+            } else {
+                f.max_row
+            };
+            (e, longest / l)
         }
         Strategy::BlockPerRow => {
             let b = v.block as f64;

@@ -13,8 +13,8 @@
 //! launched with [`Variant::grid`]`(rows, nnz)` blocks of [`Variant::block`]
 //! threads (any grid is correct: the kernels use grid-stride loops). When
 //! [`Variant::needs_zeroed_y`] holds, `y` must be zeroed before the launch.
-//! Diagonal kernels read the diagonal layout through the same parameters
-//! (see `sparserl_rt::launch`).
+//! Diagonal kernels read the diagonal layout through the same parameters;
+//! binned kernels take two more (`meta`, `scratch`; see `sparserl_rt::launch`).
 //!
 //! The output is byte-for-byte deterministic for a given variant, value type
 //! and [`generator_fingerprint`].
@@ -34,15 +34,17 @@ const GROUP_PER_ROW: &str = include_str!("../kernels/group_per_row.cu");
 const BLOCK_PER_ROW: &str = include_str!("../kernels/block_per_row.cu");
 const NNZ_SPLIT: &str = include_str!("../kernels/nnz_split.cu");
 const DIAGONAL: &str = include_str!("../kernels/diagonal.cu");
+const BINNED: &str = include_str!("../kernels/binned.cu");
 
 /// Every fragment, in a fixed order (name, text).
-const FRAGMENTS: [(&str, &str); 6] = [
+const FRAGMENTS: [(&str, &str); 7] = [
     ("common.cuh", COMMON),
     ("thread_per_row.cu", THREAD_PER_ROW),
     ("group_per_row.cu", GROUP_PER_ROW),
     ("block_per_row.cu", BLOCK_PER_ROW),
     ("nnz_split.cu", NNZ_SPLIT),
     ("diagonal.cu", DIAGONAL),
+    ("binned.cu", BINNED),
 ];
 
 /// Errors of [`generate`].
@@ -108,6 +110,7 @@ fn strategy_fragment(s: Strategy) -> &'static str {
         Strategy::BlockPerRow => BLOCK_PER_ROW,
         Strategy::NnzSplit => NNZ_SPLIT,
         Strategy::Diagonal => DIAGONAL,
+        Strategy::Binned => BINNED,
     }
 }
 

@@ -172,11 +172,9 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
     }
 
     fn applicable(&self, variant: &Variant) -> bool {
-        !variant.strategy.needs_layout()
-            || self
-                .benches
-                .iter()
-                .all(|b| b.device_csr().diagonals().is_some())
+        self.benches
+            .iter()
+            .all(|b| b.device_csr().has_layout(variant.strategy))
     }
 
     fn measure(

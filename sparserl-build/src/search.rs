@@ -91,16 +91,24 @@ pub trait MeasureSource {
 /// The layout-strategy variants the search measures right after the policy's
 /// proposals when the samples have the layout (the policy's vocabulary covers
 /// the CSR strategies only): diagonal kernels with block 256 and unroll 1 or
-/// 2, and block 512 with unroll 4, all with `__ldg` loads of `x`.
+/// 2, and block 512 with unroll 4; binned kernels with 4 or 8 lanes (block
+/// 256) and 32 lanes (block 128); all with `__ldg` loads of `x`.
 pub fn layout_proposals() -> Vec<Variant> {
-    [(256, 1), (256, 2), (512, 4)]
+    let diagonal = [(256, 1), (256, 2), (512, 4)]
         .into_iter()
         .map(|(block, unroll)| Variant {
             block,
             unroll,
             ..Variant::of(Strategy::Diagonal)
-        })
-        .collect()
+        });
+    let binned = [(256, 4), (256, 8), (128, 32)]
+        .into_iter()
+        .map(|(block, lanes)| Variant {
+            block,
+            lanes,
+            ..Variant::of(Strategy::Binned)
+        });
+    diagonal.chain(binned).collect()
 }
 
 /// One entry of the audit trail.
@@ -261,7 +269,7 @@ pub fn neighbors(v: &Variant) -> Vec<Variant> {
         push(Variant { block, ..*v });
     }
     match v.strategy {
-        Strategy::GroupPerRow => {
+        Strategy::GroupPerRow | Strategy::Binned => {
             for lanes in [2, 4, 8, 16, 32] {
                 push(Variant { lanes, ..*v });
             }
@@ -560,6 +568,7 @@ mod tests {
             Strategy::ThreadPerRow => 500.0,
             Strategy::BlockPerRow => 100.0,
             Strategy::Diagonal => 50.0,
+            Strategy::Binned => 60.0,
         };
         base + if v.stream_y { 30.0 } else { 0.0 } + v.block as f64 / 100.0
     }

@@ -237,8 +237,10 @@ fn upload_padded<T: DeviceRepr + ValidAsZeroBits + Copy>(
 /// When the matrix qualifies (see [`crate::dia`]), the upload also builds the
 /// diagonal layout that [`Strategy::Diagonal`](crate::Strategy::Diagonal)
 /// kernels read ([`DeviceCsr::diagonals`]); it costs about one value per
-/// nonzero of extra device memory and can be dropped with
-/// [`DeviceCsr::drop_layouts`] when no diagonal kernel will run.
+/// nonzero of extra device memory. A matrix with long rows also gets the
+/// small row-binned layout of [`Strategy::Binned`](crate::Strategy::Binned)
+/// kernels ([`DeviceCsr::binned`], see [`crate::binned`]). Both can be
+/// dropped with [`DeviceCsr::drop_layouts`] when no such kernel will run.
 pub struct DeviceCsr<T: Scalar> {
     rows: usize,
     cols: usize,
@@ -248,6 +250,35 @@ pub struct DeviceCsr<T: Scalar> {
     values: CudaSlice<T>,
     features: Features,
     dia: Option<DeviceDia<T>>,
+    binned: Option<DeviceBinned>,
+    /// The stream of the upload ([`Gpu::stream`]): binned kernels write the
+    /// matrix's scratch, so they may only run there.
+    stream: Arc<CudaStream>,
+}
+
+/// The row-binned layout of a [`DeviceCsr`] (see [`crate::binned`]).
+pub struct DeviceBinned {
+    /// `[threshold, n_long, n_chunks, long_rows, chunk_long, chunk_start]`.
+    pub meta: CudaSlice<i32>,
+    /// `n_long + 1` zeroed slots: long-row accumulators and a completion
+    /// counter, written by binned kernels and left zeroed by them.
+    pub scratch: CudaSlice<f64>,
+    /// Rows longer than this are long.
+    pub threshold: usize,
+    /// Number of long rows.
+    pub long_rows: usize,
+    /// Number of chunks of long rows.
+    pub chunks: usize,
+}
+
+impl fmt::Debug for DeviceBinned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceBinned")
+            .field("threshold", &self.threshold)
+            .field("long_rows", &self.long_rows)
+            .field("chunks", &self.chunks)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The diagonal layout of a [`DeviceCsr`] (see [`crate::dia`]).
@@ -345,8 +376,20 @@ impl<T: Scalar> DeviceCsr<T> {
             }
             None => None,
         };
+        let binned = match crate::binned::BinnedLayout::build(csr) {
+            Some(l) => Some(DeviceBinned {
+                meta: gpu.stream.clone_htod(&l.meta())?,
+                scratch: gpu.stream.alloc_zeros::<f64>(l.long_rows.len() + 1)?,
+                threshold: l.threshold,
+                long_rows: l.long_rows.len(),
+                chunks: l.chunks(),
+            }),
+            None => None,
+        };
         Ok(DeviceCsr {
             dia,
+            binned,
+            stream: gpu.stream.clone(),
             rows: csr.rows(),
             cols: csr.cols(),
             nnz: csr.nnz(),
@@ -394,21 +437,45 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn diagonals(&self) -> Option<&DeviceDia<T>> {
         self.dia.as_ref()
     }
-    /// Device memory of the arrays that a kernel of `strategy` reads, in bytes
-    /// (the CSR arrays, or the diagonal layout for diagonal kernels; `None`
-    /// when that layout is not available).
-    pub fn layout_bytes(&self, strategy: crate::Strategy) -> Option<usize> {
-        if strategy == crate::Strategy::Diagonal {
-            self.dia
-                .as_ref()
-                .map(|d| d.offsets.num_bytes() + d.values.num_bytes())
-        } else {
-            Some(self.device_bytes())
+    /// The row-binned layout, when the matrix has long rows and it was not
+    /// dropped.
+    pub fn binned(&self) -> Option<&DeviceBinned> {
+        self.binned.as_ref()
+    }
+    /// Whether a kernel of `strategy` can run on this matrix (CSR strategies
+    /// always; layout strategies when the matrix has their layout).
+    pub fn has_layout(&self, strategy: crate::Strategy) -> bool {
+        match strategy {
+            crate::Strategy::Diagonal => self.dia.is_some(),
+            crate::Strategy::Binned => self.binned.is_some(),
+            _ => true,
         }
     }
-    /// Frees the layouts other than CSR (diagonal kernels then fall back).
+    /// Device memory of the arrays that a kernel of `strategy` reads, in bytes
+    /// (the CSR arrays, the diagonal layout for diagonal kernels, CSR plus the
+    /// binned metadata for binned kernels; `None` when that layout is not
+    /// available).
+    pub fn layout_bytes(&self, strategy: crate::Strategy) -> Option<usize> {
+        match strategy {
+            crate::Strategy::Diagonal => self
+                .dia
+                .as_ref()
+                .map(|d| d.offsets.num_bytes() + d.values.num_bytes()),
+            crate::Strategy::Binned => self
+                .binned
+                .as_ref()
+                .map(|b| self.device_bytes() + b.meta.num_bytes() + b.scratch.num_bytes()),
+            _ => Some(self.device_bytes()),
+        }
+    }
+    /// Whether `gpu` runs on the stream this matrix was uploaded on.
+    pub fn same_stream(&self, gpu: &Gpu) -> bool {
+        Arc::ptr_eq(&self.stream, &gpu.stream)
+    }
+    /// Frees the layouts other than CSR (kernels that need them then fall back).
     pub fn drop_layouts(&mut self) {
         self.dia = None;
+        self.binned = None;
     }
 }
 

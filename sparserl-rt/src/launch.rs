@@ -13,7 +13,10 @@
 //! Diagonal kernels ([`Strategy::Diagonal`]) keep the same signature and read
 //! the matrix's diagonal layout ([`crate::dia`]) through it: `nnz` is the
 //! number of diagonals, `indptr` the diagonal offsets, `values` the
-//! diagonal-major values; `indices` is passed but not read.
+//! diagonal-major values; `indices` is passed but not read. Binned kernels
+//! ([`Strategy::Binned`]) take two more parameters after `y`: the binned
+//! layout's `const int* meta` and `double* scratch` ([`crate::binned`]), and
+//! run on [`binned_grid`] blocks.
 
 use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
 use crate::error::RtError;
@@ -40,8 +43,9 @@ pub enum Dispatch {
 ///
 /// Nnz-balanced variants ([`Strategy::NnzSplit`]) are safe for any shape and
 /// are always used as tuned; so are diagonal variants, whose speed depends on
-/// the layout's padding rather than on row lengths (a matrix without the
-/// layout falls back in [`resolve`]). A row-mapped variant falls back when the matrix
+/// the layout's padding rather than on row lengths, and binned variants,
+/// which split long rows by construction (a matrix without the layout falls
+/// back in [`resolve`]). A row-mapped variant falls back when the matrix
 /// is far from [`KernelSpec::tuned_for`] by any of these rules (`t` = tuned,
 /// `m` = matrix):
 ///
@@ -54,7 +58,7 @@ pub enum Dispatch {
 pub fn dispatch(spec: &KernelSpec, m: &Features) -> Dispatch {
     if matches!(
         spec.variant.strategy,
-        Strategy::NnzSplit | Strategy::Diagonal
+        Strategy::NnzSplit | Strategy::Diagonal | Strategy::Binned
     ) {
         return Dispatch::Tuned;
     }
@@ -204,8 +208,27 @@ pub fn launch_variant<T: Scalar>(
     if variant.needs_zeroed_y() {
         stream.memset_zeros(y)?;
     }
+    let grid = if variant.strategy == Strategy::Binned {
+        let b = a.binned().ok_or_else(|| RtError::LayoutUnavailable {
+            variant: variant.id(),
+            reason: "the matrix has no row-binned layout (no row longer than the long-row \
+                     threshold, or it was dropped)"
+                .into(),
+        })?;
+        if !a.same_stream(gpu) {
+            return Err(RtError::LayoutUnavailable {
+                variant: variant.id(),
+                reason: "binned kernels write the matrix's scratch and must run on the stream \
+                         (Gpu) the matrix was uploaded with"
+                    .into(),
+            });
+        }
+        binned_grid(variant, a.rows(), b.chunks)
+    } else {
+        variant.grid(a.rows(), a.nnz())
+    };
     let cfg = LaunchConfig {
-        grid_dim: (variant.grid(a.rows(), a.nnz()), 1, 1),
+        grid_dim: (grid, 1, 1),
         block_dim: (variant.block, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -230,6 +253,18 @@ pub fn launch_variant<T: Scalar>(
             .arg(&dia.values)
             .arg(x)
             .arg(y);
+    } else if let Some(b) = a.binned().filter(|_| variant.strategy == Strategy::Binned) {
+        builder
+            .arg(&rows)
+            .arg(&cols)
+            .arg(&nnz)
+            .arg(a.indptr())
+            .arg(a.indices())
+            .arg(a.values())
+            .arg(x)
+            .arg(y)
+            .arg(&b.meta)
+            .arg(&b.scratch);
     } else {
         builder
             .arg(&rows)
@@ -246,12 +281,26 @@ pub fn launch_variant<T: Scalar>(
     // `T` = `Scalar::TYPE`. CSR kernels: `indptr` has rows + 1 entries,
     // `indices`/`values` hold nnz entries with validated column indices < cols.
     // Diagonal kernels: `ndiag` <= 64 offsets and ndiag * rows values, and the
-    // kernel bounds every column by `cols`. `x`/`y` were checked above to hold
+    // kernel bounds every column by `cols`. Binned kernels additionally get
+    // `meta` (consistent with this CSR, built from it at upload) and
+    // `scratch` (n_long + 1 slots), which they write; the matrix was uploaded
+    // on this Gpu's stream (checked above) and launches on one stream do not
+    // overlap, so no two kernels touch `scratch` at once. `x`/`y` were checked above to hold
     // at least cols/rows entries, so the kernel only touches memory inside
     // these buffers, which outlive the queued launch (they are freed in
     // stream order on the same stream).
     unsafe { builder.launch(cfg) }?;
     Ok(())
+}
+
+/// Grid of a binned launch: the short-row blocks of [`Variant::grid`] plus
+/// one warp per chunk of long rows, at most 4096 long-row blocks (their
+/// warps loop over the chunks).
+pub fn binned_grid(variant: &Variant, rows: usize, chunks: usize) -> u32 {
+    let short = variant.grid(rows, 0) as usize;
+    let warps_per_block = (variant.block as usize / 32).max(1);
+    let long = chunks.div_ceil(warps_per_block).clamp(1, 4096);
+    (short + long).min(i32::MAX as usize) as u32
 }
 
 /// A declared kernel of the generated module: `y = A x` with a build-time
@@ -324,7 +373,7 @@ pub fn spmv_with_spec<T: Scalar>(
             found: y.len(),
         });
     }
-    let (func, variant) = resolve(gpu, spec, a.features(), a.diagonals().is_some())?;
+    let (func, variant) = resolve(gpu, spec, a.features(), a.has_layout(spec.variant.strategy))?;
     launch_variant(gpu, &func, &variant, a, x.as_slice(), y.as_mut_slice())
 }
 

@@ -12,6 +12,7 @@ pub mod variant;
 
 pub use csr::{Csr, CsrError};
 pub use variant::{Strategy, ValueType, Variant, core_space, full_space, layout_space};
+pub mod binned;
 pub mod dia;
 pub mod features;
 pub mod kernel;
@@ -24,7 +25,7 @@ pub mod error;
 pub mod launch;
 pub mod measure;
 pub mod nvrtc;
-pub use device::{DeviceCsr, DeviceDia, DeviceVec, Gpu, Scalar, validate_raw};
+pub use device::{DeviceBinned, DeviceCsr, DeviceDia, DeviceVec, Gpu, Scalar, validate_raw};
 pub use error::RtError;
 pub use launch::{Dispatch, SpmvKernel, dispatch, launch_variant};
 pub use measure::{Bench, MeasureOptions, Measurement, copy_bandwidth_gbs, tolerance};

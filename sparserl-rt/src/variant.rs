@@ -71,16 +71,22 @@ pub enum Strategy {
     /// [`crate::dia::MAX_DIAGONALS`] diagonals with little padding
     /// (stencils, narrow banded matrices); `unroll` unrolls the diagonal loop.
     Diagonal,
+    /// CSR with rows binned by length (adaptive): `lanes` lanes per short
+    /// row as in group-per-row, while rows longer than a threshold fixed at
+    /// upload are cut into chunks of 1024 nonzeros spread over warps (see
+    /// [`crate::binned`]). Available for matrices that have long rows.
+    Binned,
 }
 
 impl Strategy {
     /// Every strategy the generator knows.
-    pub const ALL: [Strategy; 5] = [
+    pub const ALL: [Strategy; 6] = [
         Strategy::ThreadPerRow,
         Strategy::GroupPerRow,
         Strategy::BlockPerRow,
         Strategy::NnzSplit,
         Strategy::Diagonal,
+        Strategy::Binned,
     ];
     /// The strategies that read plain CSR and so apply to every matrix
     /// (the learned policy's strategy vocabulary).
@@ -93,7 +99,7 @@ impl Strategy {
     /// Whether the strategy reads a layout other than CSR (built at upload
     /// when the matrix allows it, see [`crate::DeviceCsr`]).
     pub const fn needs_layout(self) -> bool {
-        matches!(self, Strategy::Diagonal)
+        matches!(self, Strategy::Diagonal | Strategy::Binned)
     }
     /// Short stable name.
     pub const fn as_str(self) -> &'static str {
@@ -103,6 +109,7 @@ impl Strategy {
             Strategy::BlockPerRow => "block-per-row",
             Strategy::NnzSplit => "nnz-split",
             Strategy::Diagonal => "diagonal",
+            Strategy::Binned => "binned",
         }
     }
 }
@@ -146,7 +153,7 @@ impl Variant {
             min_blocks: 0,
         };
         match strategy {
-            Strategy::GroupPerRow => Variant { lanes: 8, ..v },
+            Strategy::GroupPerRow | Strategy::Binned => Variant { lanes: 8, ..v },
             Strategy::NnzSplit => Variant { items: 4, ..v },
             _ => v,
         }
@@ -163,7 +170,7 @@ impl Variant {
                 v.lanes = 1;
                 v.items = 1;
             }
-            Strategy::GroupPerRow => v.items = 1,
+            Strategy::GroupPerRow | Strategy::Binned => v.items = 1,
             Strategy::NnzSplit => {
                 v.lanes = 1;
                 v.unroll = 1;
@@ -180,7 +187,7 @@ impl Variant {
                 self.block
             ));
         }
-        if self.strategy == Strategy::GroupPerRow
+        if matches!(self.strategy, Strategy::GroupPerRow | Strategy::Binned)
             && (!self.lanes.is_power_of_two() || !(2..=32).contains(&self.lanes))
         {
             return Err(format!(
@@ -216,7 +223,8 @@ impl Variant {
     pub fn grid(&self, rows: usize, nnz: usize) -> u32 {
         let work_items: usize = match self.strategy {
             Strategy::ThreadPerRow | Strategy::Diagonal => rows,
-            Strategy::GroupPerRow => rows * self.lanes as usize,
+            // Binned: the short-row part; the launch adds the long-row blocks.
+            Strategy::GroupPerRow | Strategy::Binned => rows * self.lanes as usize,
             Strategy::BlockPerRow => return rows.clamp(1, i32::MAX as usize) as u32,
             Strategy::NnzSplit => nnz.div_ceil(self.items as usize),
         };
@@ -229,7 +237,7 @@ impl Variant {
     pub fn id(&self) -> String {
         let v = self.canonical();
         let mut s = format!("{}.b{}", v.strategy.as_str(), v.block);
-        if v.strategy == Strategy::GroupPerRow {
+        if matches!(v.strategy, Strategy::GroupPerRow | Strategy::Binned) {
             s += &format!(".l{}", v.lanes);
         }
         if v.strategy == Strategy::NnzSplit {
@@ -251,12 +259,25 @@ impl Variant {
 }
 
 /// The layout design space: variants of the strategies that need a layout
-/// other than CSR ([`Strategy::needs_layout`]), each block size crossed with
-/// the unroll factor and the `x` load path. They apply only to matrices whose
-/// structure allows the layout, so they are kept apart from [`core_space`]
-/// (every variant of which runs on any matrix).
+/// other than CSR ([`Strategy::needs_layout`]): diagonal kernels (block size
+/// x unroll x `x` load path) and binned kernels (lanes x block 128/256 x
+/// unroll 1/2, `__ldg` loads). They apply only to matrices whose structure
+/// allows the layout, so they are kept apart from [`core_space`] (every
+/// variant of which runs on any matrix).
 pub fn layout_space() -> Vec<Variant> {
     let mut out = Vec::new();
+    for block in [128, 256] {
+        for unroll in [1, 2] {
+            for lanes in [2, 4, 8, 16, 32] {
+                out.push(Variant {
+                    block,
+                    unroll,
+                    lanes,
+                    ..Variant::of(Strategy::Binned)
+                });
+            }
+        }
+    }
     for ldg_x in [true, false] {
         for block in [128, 256, 512] {
             for unroll in [1, 2, 4] {
@@ -358,7 +379,7 @@ mod tests {
         let full = full_space();
         let set: std::collections::HashSet<_> = full.iter().map(|v| v.id()).collect();
         assert_eq!(set.len(), full.len());
-        assert_eq!(full.len(), space.len() + 18);
+        assert_eq!(full.len(), space.len() + 18 + 20);
         for v in layout_space() {
             v.validate().unwrap();
             assert_eq!(v, v.canonical());

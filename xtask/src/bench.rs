@@ -1063,7 +1063,7 @@ fn sweep<T: Scalar>(ctx: &Ctx, bench: &Bench<T>) -> Result<Vec<(usize, f64, f64,
     };
     let mut out = Vec::with_capacity(ctx.space.len());
     for (i, v) in ctx.space.iter().enumerate() {
-        if v.strategy.needs_layout() && bench.device_csr().diagonals().is_none() {
+        if !bench.device_csr().has_layout(v.strategy) {
             continue; // the matrix lacks the layout: not applicable, not measured
         }
         let Ok(func) = ctx.function(v, T::TYPE) else {

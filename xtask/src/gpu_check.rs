@@ -8,7 +8,7 @@
 //! compares with the float64 CPU reference ([`Bench::check`]); a variant
 //! passes on a matrix when every check is finite and within
 //! [`tolerance`]. Then `compute-sanitizer` (memcheck and racecheck) runs one
-//! launch of each variant on three small edge cases, by re-invoking this
+//! launch of each variant on four small edge cases, by re-invoking this
 //! executable with the hidden `--sanitizer-pass` flag.
 //!
 //! Writes `gpu-check.json` and `gpu-check.md` into `--out` and exits non-zero
@@ -434,7 +434,7 @@ fn edge_cases() -> Result<Vec<TestMatrix>> {
     ])
 }
 
-/// The three small edge cases launched under compute-sanitizer.
+/// The four small edge cases launched under compute-sanitizer.
 fn sanitizer_matrices() -> Result<Vec<TestMatrix>> {
     Ok(vec![
         TestMatrix::edge(
@@ -674,7 +674,8 @@ struct MatrixResult {
     variants_total: usize,
     variants_passed: usize,
     /// Variants of a layout strategy skipped because the matrix lacks the
-    /// layout (e.g. diagonal kernels on a matrix with too many diagonals).
+    /// layout (diagonal kernels on a matrix with too many diagonals, binned
+    /// kernels on one without long rows).
     variants_not_applicable: usize,
     /// Worst relative error over all variants and checks (`null`: non-finite).
     #[serde(serialize_with = "ser_finite")]
@@ -791,7 +792,7 @@ fn check_matrix<T: Scalar>(
     };
     if let Some(bench) = &bench {
         for (v, f) in loaded {
-            if v.strategy.needs_layout() && bench.device_csr().diagonals().is_none() {
+            if !bench.device_csr().has_layout(v.strategy) {
                 res.variants_total -= 1;
                 res.variants_not_applicable += 1;
                 continue;
@@ -1052,6 +1053,9 @@ fn sanitize_value<T: Scalar>(
             .with_context(|| format!("uploading {} ({})", m.name, T::TYPE))?;
         for (v, f) in loaded {
             let Ok(func) = f else { continue };
+            if !bench.device_csr().has_layout(v.strategy) {
+                continue; // not applicable to this matrix
+            }
             match bench.check(func, v) {
                 Ok(e) => {
                     counts.0 += 1;
@@ -1314,7 +1318,7 @@ fn markdown(s: &Summary) -> String {
     let _ = writeln!(md, "\n## compute-sanitizer\n");
     let _ = writeln!(
         md,
-        "One launch of every variant (f32 and f64) on three small edge cases \
+        "One launch of every variant (f32 and f64) on four small edge cases \
          (empty rows, a long row, rectangular).\n"
     );
     let _ = writeln!(md, "| tool | status | errors | exit code | seconds | log |");
@@ -1648,8 +1652,17 @@ mod tests {
     #[test]
     fn sanitizer_matrices_are_small() {
         let m = sanitizer_matrices().unwrap();
-        assert_eq!(m.len(), 3);
+        assert_eq!(m.len(), 4);
         assert!(m.iter().all(|m| m.csr.nnz() < 20_000));
+        // The layout strategies run under the sanitizers too.
+        assert!(
+            m.iter()
+                .any(|m| sparserl_rt::dia::diagonal_offsets(&m.csr).is_some())
+        );
+        assert!(
+            m.iter()
+                .any(|m| sparserl_rt::binned::BinnedLayout::build(&m.csr).is_some())
+        );
     }
 
     #[test]
