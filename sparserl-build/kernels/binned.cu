@@ -4,21 +4,25 @@
 // (longer than a threshold fixed at upload) and cuts them into chunks of
 // SPARSERL_CHUNK nonzeros. Two extra parameters follow the common ABI:
 //
-//   meta:    int[3 + n_long + 2 n_chunks] =
-//            { threshold, n_long, n_chunks, long_rows[n_long],
-//              chunk_long[n_chunks], chunk_start[n_chunks] }
-//   scratch: double[n_long + 1]: per-long-row accumulators (zero between
-//            launches) and, in the last slot, a 32-bit completion counter.
+//   meta:    int[4 + n_long + 2 n_chunks + n_multi] =
+//            { threshold, n_long, n_chunks, n_multi, long_rows[n_long],
+//              chunk_long[n_chunks], chunk_start[n_chunks], multi[n_multi] }
+//   scratch: double[n_long + 1]: accumulators of the long rows that span
+//            several chunks (zero between launches) and, in the last slot,
+//            a 32-bit completion counter.
 //
-// Blocks [0, nb) with nb = ceil(rows * LANES / BLOCK) map LANES lanes to each
-// row (like group-per-row) and skip the long rows; the remaining blocks give
-// each warp one chunk at a time (grid-stride), reduce it across the warp and
-// add it to the long row's accumulator with one double atomicAdd. The last
-// block to finish (a fenced atomic ticket, as in the CUDA threadFenceReduction
-// sample) writes the long rows' y, resets their accumulators and the counter,
-// so y needs no zeroing and every row of y is written exactly once. Launches
-// on one matrix must not overlap (the runtime launches on the stream the
-// matrix was uploaded on).
+// With nb = ceil(rows * LANES / BLOCK) short-row blocks, the first
+// gridDim.x - nb blocks are long-row blocks (scheduled first, so the long
+// rows overlap with the short ones): each warp takes one chunk at a time
+// (grid-stride) and reduces it across the warp; a row of one chunk is written
+// to y at once, a chunk of a multi-chunk row is added to the row's
+// accumulator with one double atomicAdd. The other blocks map LANES lanes to
+// each row (like group-per-row) and skip the long rows. The last block to
+// finish (a fenced atomic ticket, as in the CUDA threadFenceReduction sample)
+// writes the multi-chunk rows' y and resets their accumulators and the
+// counter, so y needs no zeroing and every row of y is written exactly once.
+// Launches on one matrix must not overlap (the runtime launches on the stream
+// the matrix was uploaded on).
 
 #if LANES < 2 || LANES > 32 || (LANES & (LANES - 1)) != 0
 #error "LANES must be a power of two in 2..=32"
@@ -35,15 +39,41 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     const int threshold = meta[0];
     const int n_long = meta[1];
     const int n_chunks = meta[2];
-    const int* __restrict__ long_rows = meta + 3;
-    const int* __restrict__ chunk_long = long_rows + n_long;
-    const int* __restrict__ chunk_start = chunk_long + n_chunks;
     const long long nb = ((long long)rows * LANES + (BLOCK - 1)) / BLOCK;
+    // At most 4096 long-row blocks (see sparserl_rt::launch::binned_grid).
+    const int nl = (int)((long long)gridDim.x - nb);
 
-    if ((long long)blockIdx.x < nb) {
+    if ((int)blockIdx.x < nl) {
+        // Long rows: one warp per chunk.
+        const int* __restrict__ long_rows = meta + 4;
+        const int* __restrict__ chunk_long = long_rows + n_long;
+        const int* __restrict__ chunk_start = chunk_long + n_chunks;
+        const unsigned lane = threadIdx.x & 31u;
+        const int warps = nl * (BLOCK / 32);
+        for (int c = (int)blockIdx.x * (BLOCK / 32) + (int)(threadIdx.x / 32); c < n_chunks;
+             c += warps) {
+            const int li = chunk_long[c];
+            const int row = long_rows[li];
+            const int start = chunk_start[c];
+            const int row_end = indptr[row + 1];
+            const int end = row_end - start < SPARSERL_CHUNK ? row_end : start + SPARSERL_CHUNK;
+            ACC sum = ACC(0);
+            for (int k = start + (int)lane; k < end; k += 32) {
+                sum += (ACC)values[k] * (ACC)load_x(x, indices[k]);
+            }
+            sum = group_reduce<32>(sum, SPARSERL_FULL_MASK);
+            if (lane == 0) {
+                if (start == indptr[row] && end == row_end) {
+                    store_y(y, row, (T)sum);  // the whole row was this chunk
+                } else {
+                    atomicAdd(scratch + li, (double)sum);
+                }
+            }
+        }
+    } else {
         // Short rows: one LANES-lane group per row (groups are LANES-aligned in
         // a warp, so a group's lanes agree on every branch).
-        const long long tid = (long long)blockIdx.x * BLOCK + threadIdx.x;
+        const long long tid = ((long long)blockIdx.x - nl) * BLOCK + threadIdx.x;
         const unsigned lane = (unsigned)(tid & (LANES - 1));
         const long long r = tid / LANES;
         if (r < rows) {
@@ -59,31 +89,10 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
                 }
             }
         }
-    } else {
-        // Long rows: one warp per chunk.
-        const unsigned lane = threadIdx.x & 31u;
-        // At most 4096 long-row blocks (see sparserl_rt::launch::binned_grid).
-        const int lblock = (int)((long long)blockIdx.x - nb);
-        const int warps = (int)((long long)gridDim.x - nb) * (BLOCK / 32);
-        for (int c = lblock * (BLOCK / 32) + (int)(threadIdx.x / 32); c < n_chunks; c += warps) {
-            const int li = chunk_long[c];
-            const int row = long_rows[li];
-            const int start = chunk_start[c];
-            const int row_end = indptr[row + 1];
-            const int end = row_end - start < SPARSERL_CHUNK ? row_end : start + SPARSERL_CHUNK;
-            ACC sum = ACC(0);
-            for (int k = start + (int)lane; k < end; k += 32) {
-                sum += (ACC)values[k] * (ACC)load_x(x, indices[k]);
-            }
-            sum = group_reduce<32>(sum, SPARSERL_FULL_MASK);
-            if (lane == 0) {
-                atomicAdd(scratch + li, (double)sum);
-            }
-        }
     }
 
-    // Completion: the last block writes the long rows (the layout is re-read
-    // from meta here rather than kept live across the branches above).
+    // Completion: the last block writes the multi-chunk rows (the layout is
+    // re-read from meta here rather than kept live across the branches).
     __shared__ bool last;
     __threadfence();
     __syncthreads();
@@ -95,13 +104,16 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     __syncthreads();
     if (last) {
         __threadfence();
-        const int* __restrict__ long_rows_c = meta + 3;
-        for (int i = threadIdx.x; i < n_long_c; i += BLOCK) {
+        const int* __restrict__ long_rows_c = meta + 4;
+        const int* __restrict__ multi = long_rows_c + n_long_c + 2 * meta[2];
+        const int n_multi = meta[3];
+        for (int i = threadIdx.x; i < n_multi; i += BLOCK) {
+            const int li = multi[i];
             // Read past L1: every other block's atomics happened before its
             // fenced ticket.
-            const double v = __ldcg(scratch + i);
-            __stcg(scratch + i, 0.0);
-            store_y(y, long_rows_c[i], (T)v);
+            const double v = __ldcg(scratch + li);
+            __stcg(scratch + li, 0.0);
+            store_y(y, long_rows_c[li], (T)v);
         }
         if (threadIdx.x == 0) {
             atomicExch(counter, 0u);

@@ -8,7 +8,7 @@
 // values of each diagonal. Columns outside [0, cols) are skipped, so padding
 // never reads x out of bounds and a non-finite x entry is never multiplied by
 // a padding zero. The diagonal loop is unrolled UNROLL times with independent
-// accumulators.
+// accumulators, the last group predicated.
 
 #define SPARSERL_MAX_DIAGONALS 64
 
@@ -36,24 +36,21 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
             acc[u] = ACC(0);
         }
         const T* __restrict__ v = values + r;
-        int d = 0;
-        for (; d + UNROLL <= ndiag; d += UNROLL) {
+        // Groups of UNROLL diagonals; the last group is predicated (ndiag is
+        // uniform, so no divergence) so that all its loads are in flight
+        // together even when there are fewer diagonals than UNROLL.
+        for (int d = 0; d < ndiag; d += UNROLL) {
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                // r + offset in [-(2^31), 2^32): compare as unsigned after a
-                // 64-bit sum so negative columns wrap above cols.
-                const long long c = (long long)r + offsets[d + u];
-                const T a = v[(size_t)(d + u) * (size_t)rows];
-                if ((unsigned long long)c < (unsigned long long)ucols) {
-                    acc[u] += (ACC)a * (ACC)load_x(x, (int)c);
+                if (d + u < ndiag) {
+                    // r + offset in [-(2^31), 2^32): compare as unsigned after a
+                    // 64-bit sum so negative columns wrap above cols.
+                    const long long c = (long long)r + offsets[d + u];
+                    const T a = v[(size_t)(d + u) * (size_t)rows];
+                    if ((unsigned long long)c < (unsigned long long)ucols) {
+                        acc[u] += (ACC)a * (ACC)load_x(x, (int)c);
+                    }
                 }
-            }
-        }
-        for (; d < ndiag; ++d) {
-            const long long c = (long long)r + offsets[d];
-            const T a = v[(size_t)d * (size_t)rows];
-            if ((unsigned long long)c < (unsigned long long)ucols) {
-                acc[0] += (ACC)a * (ACC)load_x(x, (int)c);
             }
         }
 #pragma unroll

@@ -7,9 +7,10 @@
 //!
 //! Algorithm:
 //! 1. Measure the policy's first `initial` proposals (a variant that fails the
-//!    correctness check on any sample is recorded and never chosen), then,
-//!    when the samples have a layout other than CSR, a few variants of the
-//!    strategy that reads it ([`layout_proposals`]). Variants the samples
+//!    correctness check on any sample is recorded and never chosen); after
+//!    the first [`LAYOUT_AFTER`] of them, when the samples have a layout
+//!    other than CSR, a few variants of the strategy that reads it
+//!    ([`layout_proposals`]). Variants the samples
 //!    cannot run ([`MeasureSource::applicable`]) are never measured.
 //! 2. Generations: parents = the best `parents` correct variants; children by
 //!    mutating one parameter (strategy, block, lanes, items, unroll, `x` load
@@ -36,6 +37,9 @@ use serde::{Deserialize, Serialize};
 use sparserl_rt::{Strategy, Variant};
 use std::collections::HashMap;
 use thiserror::Error;
+
+/// Policy proposals measured before the layout proposals.
+pub const LAYOUT_AFTER: usize = 4;
 
 /// Share of the budget kept for re-measuring the finalists.
 pub const FINALIST_RESERVE: f64 = 0.15;
@@ -91,24 +95,38 @@ pub trait MeasureSource {
 /// The layout-strategy variants the search measures right after the policy's
 /// proposals when the samples have the layout (the policy's vocabulary covers
 /// the CSR strategies only): diagonal kernels with block 256 and unroll 1 or
-/// 2, and block 512 with unroll 4; binned kernels with 4 or 8 lanes (block
-/// 256) and 32 lanes (block 128); all with `__ldg` loads of `x`.
-pub fn layout_proposals() -> Vec<Variant> {
-    let diagonal = [(256, 1), (256, 2), (512, 4)]
+/// 8, and block 512 with unroll 4; binned kernels whose short-row lanes
+/// follow the policy's first row-mapped proposal (its lanes, half and double
+/// of them; thread-per-row counts as 2 lanes), block 256; all with `__ldg`
+/// loads of `x`.
+pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
+    let diagonal = [(256, 1), (256, 8), (512, 4)]
         .into_iter()
         .map(|(block, unroll)| Variant {
             block,
             unroll,
             ..Variant::of(Strategy::Diagonal)
         });
-    let binned = [(256, 4), (256, 8), (128, 32)]
-        .into_iter()
-        .map(|(block, lanes)| Variant {
-            block,
-            lanes,
+    let lanes = proposals
+        .iter()
+        .find_map(|p| match p.strategy {
+            Strategy::GroupPerRow => Some(p.lanes),
+            Strategy::ThreadPerRow => Some(2),
+            _ => None,
+        })
+        .unwrap_or(8);
+    let mut out: Vec<Variant> = diagonal.collect();
+    for l in [lanes, lanes / 2, lanes * 2] {
+        let v = Variant {
+            block: 256,
+            lanes: l.clamp(2, 32),
             ..Variant::of(Strategy::Binned)
-        });
-    diagonal.chain(binned).collect()
+        };
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
 }
 
 /// One entry of the audit trail.
@@ -354,18 +372,25 @@ pub fn search(
         Ok(true)
     };
 
-    for p in proposals.iter().take(cfg.initial) {
+    // The policy's first few proposals, then the layout strategies (when the
+    // samples have their layout), then the rest of the policy's proposals.
+    let initial: Vec<Variant> = proposals.iter().take(cfg.initial).copied().collect();
+    let head = initial.len().min(LAYOUT_AFTER);
+    let order = initial[..head]
+        .iter()
+        .map(|v| (*v, "policy"))
+        .chain(
+            layout_proposals(proposals)
+                .into_iter()
+                .map(|v| (v, "layout")),
+        )
+        .chain(initial[head..].iter().map(|v| (*v, "policy")));
+    for (v, phase) in order {
         if over_budget(spent, seen.len()) {
-            stopped = "budget spent during policy proposals".into();
+            stopped = "budget spent during the initial proposals".into();
             break;
         }
-        try_variant(*p, "policy", &mut seen, &mut trials, &mut spent)?;
-    }
-    for v in layout_proposals() {
-        if over_budget(spent, seen.len()) {
-            break;
-        }
-        try_variant(v, "layout", &mut seen, &mut trials, &mut spent)?;
+        try_variant(v, phase, &mut seen, &mut trials, &mut spent)?;
     }
 
     let best_of = |seen: &HashMap<Variant, f64>| {

@@ -6,11 +6,14 @@
 //! short rows keep a small group of lanes each. A matrix without long rows
 //! does not get the layout (binned kernels would be group-per-row kernels).
 //!
-//! Device form: one `i32` array `meta = [threshold, n_long, n_chunks,
-//! long_rows[n_long], chunk_long[n_chunks], chunk_start[n_chunks]]`
-//! (`chunk_long` indexes `long_rows`, `chunk_start` is the chunk's first
-//! nonzero), plus a zeroed `f64` scratch of `n_long + 1` slots (per-long-row
-//! accumulators and a completion counter) that the kernel leaves zeroed.
+//! Device form: one `i32` array `meta = [threshold, n_long, n_chunks, n_multi,
+//! long_rows[n_long], chunk_long[n_chunks], chunk_start[n_chunks],
+//! multi[n_multi]]` (`chunk_long` indexes `long_rows`, `chunk_start` is the
+//! chunk's first nonzero, `multi` lists the indices of the long rows that
+//! span more than one chunk), plus a zeroed `f64` scratch of `n_long + 1`
+//! slots (accumulators of the multi-chunk rows and a completion counter)
+//! that the kernel leaves zeroed. A long row of one chunk is finished by one
+//! warp; only multi-chunk rows go through the scratch.
 //!
 //! ```
 //! use sparserl_rt::{Csr, binned};
@@ -21,6 +24,7 @@
 //! let layout = binned::BinnedLayout::build(&a).unwrap();
 //! assert_eq!(layout.long_rows, vec![1]);
 //! assert_eq!(layout.chunks(), 3); // 1024 + 1024 + 952
+//! assert_eq!(layout.multi, vec![0]);
 //! ```
 
 use crate::csr::Csr;
@@ -29,9 +33,9 @@ use crate::csr::Csr;
 pub const CHUNK: usize = 1024;
 
 /// Shortest row length that can count as long.
-pub const MIN_LONG: usize = 256;
+pub const MIN_LONG: usize = 64;
 
-/// The long-row threshold of a matrix: `max(MIN_LONG, 8 * mean row length)`.
+/// The long-row threshold of a matrix: `max(MIN_LONG, 4 * mean row length)`.
 /// A row is long when it has more nonzeros than this.
 pub fn long_row_threshold(csr: &Csr) -> usize {
     let mean = if csr.rows() == 0 {
@@ -39,7 +43,7 @@ pub fn long_row_threshold(csr: &Csr) -> usize {
     } else {
         csr.nnz() as f64 / csr.rows() as f64
     };
-    MIN_LONG.max((8.0 * mean).ceil() as usize)
+    MIN_LONG.max((4.0 * mean).ceil() as usize)
 }
 
 /// The host form of the layout.
@@ -53,6 +57,8 @@ pub struct BinnedLayout {
     pub chunk_long: Vec<i32>,
     /// Per chunk: its first nonzero.
     pub chunk_start: Vec<i32>,
+    /// Indices into `long_rows` of the rows with more than one chunk.
+    pub multi: Vec<i32>,
 }
 
 impl BinnedLayout {
@@ -65,6 +71,7 @@ impl BinnedLayout {
             long_rows: Vec::new(),
             chunk_long: Vec::new(),
             chunk_start: Vec::new(),
+            multi: Vec::new(),
         };
         for r in 0..csr.rows() {
             let (start, end) = (indptr[r] as usize, indptr[r + 1] as usize);
@@ -72,6 +79,9 @@ impl BinnedLayout {
                 // Validated CSR: rows and offsets are below i32::MAX.
                 let li = out.long_rows.len() as i32;
                 out.long_rows.push(r as i32);
+                if end - start > CHUNK {
+                    out.multi.push(li);
+                }
                 for s in (start..end).step_by(CHUNK) {
                     out.chunk_long.push(li);
                     out.chunk_start.push(s as i32);
@@ -88,13 +98,16 @@ impl BinnedLayout {
 
     /// The device `meta` array (see the module docs).
     pub fn meta(&self) -> Vec<i32> {
-        let mut m = Vec::with_capacity(3 + self.long_rows.len() + 2 * self.chunks());
+        let mut m =
+            Vec::with_capacity(4 + self.long_rows.len() + 2 * self.chunks() + self.multi.len());
         m.push(self.threshold.min(i32::MAX as usize) as i32);
         m.push(self.long_rows.len() as i32);
         m.push(self.chunks() as i32);
+        m.push(self.multi.len() as i32);
         m.extend(&self.long_rows);
         m.extend(&self.chunk_long);
         m.extend(&self.chunk_start);
+        m.extend(&self.multi);
         m
     }
 }
@@ -139,8 +152,16 @@ mod tests {
             .filter(|&r| (indptr[r + 1] - indptr[r]) as usize > l.threshold)
             .count();
         assert_eq!(long, l.long_rows.len());
+        for (li, &r) in l.long_rows.iter().enumerate() {
+            let len = (indptr[r as usize + 1] - indptr[r as usize]) as usize;
+            assert_eq!(l.multi.contains(&(li as i32)), len > CHUNK, "row {r}");
+        }
         let m = l.meta();
-        assert_eq!(m.len(), 3 + l.long_rows.len() + 2 * l.chunks());
+        assert_eq!(
+            m.len(),
+            4 + l.long_rows.len() + 2 * l.chunks() + l.multi.len()
+        );
         assert_eq!(m[1] as usize, l.long_rows.len());
+        assert_eq!(m[3] as usize, l.multi.len());
     }
 }

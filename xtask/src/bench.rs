@@ -118,10 +118,11 @@ pub struct Args {
     /// list (default: every matrix).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Also benchmark the synthetic matrices of the training corpus
-    /// (`xtask collect`), as suite `corpus` with the real matrices' budget.
-    #[arg(long)]
-    pub corpus: bool,
+    /// Also benchmark synthetic matrices of the training corpus (`xtask
+    /// collect`), as suite `corpus` with the real matrices' budget: `all`, or
+    /// a comma-separated list of names (default: none).
+    #[arg(long, value_delimiter = ',')]
+    pub corpus: Vec<String>,
     /// File stem of the outputs (`<stem>.json`, `.md`, `.svg`).
     #[arg(long, default_value = "spmv-h200")]
     pub stem: String,
@@ -1051,18 +1052,22 @@ fn measure_ours<T: Scalar>(ctx: &Ctx, bench: &Bench<T>, v: &Variant) -> Result<M
     Ok(bench.measure(&func, v, &opts)?)
 }
 
-/// Exhaustive sweep of the core space through [`Bench::measure`] (checked
+/// Exhaustive sweep of the full space through [`Bench::measure`] (checked
 /// against the float64 reference first, then timed with few repetitions):
-/// `(index, gbs, rel_err, correct)` per variant.
+/// `(index, gbs, rel_err, correct)` per variant. The per-variant time guard is
+/// 30 times the fastest median so far (0.02 to 0.3 s), so a variant far
+/// slower than the best gets fewer timed launches (always at least one).
 fn sweep<T: Scalar>(ctx: &Ctx, bench: &Bench<T>) -> Result<Vec<(usize, f64, f64, bool)>> {
-    let opts = MeasureOptions {
+    let mut opts = MeasureOptions {
         warmup: 2,
         reps: ctx.sweep_reps,
         max_seconds: 0.3,
         ..MeasureOptions::default()
     };
+    let mut fastest_us = f64::INFINITY;
     let mut out = Vec::with_capacity(ctx.space.len());
     for (i, v) in ctx.space.iter().enumerate() {
+        opts.max_seconds = (fastest_us * 30e-6).clamp(0.02, 0.3);
         if !bench.device_csr().has_layout(v.strategy) {
             continue; // the matrix lacks the layout: not applicable, not measured
         }
@@ -1071,6 +1076,9 @@ fn sweep<T: Scalar>(ctx: &Ctx, bench: &Bench<T>) -> Result<Vec<(usize, f64, f64,
             continue;
         };
         let m = bench.measure(&func, v, &opts)?;
+        if m.correct {
+            fastest_us = fastest_us.min(m.median_us);
+        }
         out.push((i, if m.correct { m.gbs } else { 0.0 }, m.rel_err, m.correct));
     }
     Ok(out)
@@ -1644,9 +1652,10 @@ pub fn run(args: Args) -> Result<()> {
         }
         let _ = handle.join();
     }
-    if args.corpus {
+    if !args.corpus.is_empty() {
         for (name, class, csr) in crate::retune::synthetic_corpus(args.quick)? {
-            if !args.keeps(&name, &class) {
+            let listed = args.corpus.iter().any(|c| c == "all" || *c == name);
+            if !listed || !args.keeps(&name, &class) {
                 continue;
             }
             let job = Job {
@@ -1977,7 +1986,7 @@ mod tests {
                 sweep_reps: 1,
                 reps: 1,
                 only: vec!["cti".into(), "road-network".into()],
-                corpus: false,
+                corpus: Vec::new(),
                 stem: "spmv-h200".into(),
             };
             assert!(args.keeps("cti", "3D-mesh"));
