@@ -341,8 +341,8 @@ impl<T: Scalar> Bench<T> {
 
     /// Checks `func`, then times it with [`time_launches`]: `opts.warmup`
     /// untimed launches, then up to `opts.reps` samples, each one launch (or,
-    /// for launches under [`SHORT_LAUNCH_US`], a group of back-to-back
-    /// launches) between its own pair of CUDA events (rotating the `x`/`y`
+    /// for launches under [`SHORT_LAUNCH_US`], one replay of a CUDA graph of
+    /// a group of launches) between its own pair of CUDA events (rotating the `x`/`y`
     /// copies; the `y` memset of variants that need a zeroed `y` is inside
     /// the timed region), stopping early once `opts.max_seconds` have passed.
     ///
@@ -350,9 +350,9 @@ impl<T: Scalar> Bench<T> {
     /// `correct: false` and `error` set; only faults that destroy the CUDA
     /// context ([`RtError::is_context_fatal`]) are returned as `Err`.
     ///
-    /// For grouped short launches the sample includes the gaps between
-    /// launches (the cost of calling in a loop); [`Bench::time_graph_us`]
-    /// gives the cost without CPU launch overhead.
+    /// Short launches are timed as graph replays (GPU time without the CPU
+    /// launch overhead); [`Bench::time_back_to_back_us`] gives the cost of
+    /// calling in a loop.
     pub fn measure(
         &self,
         func: &CudaFunction,
@@ -485,10 +485,13 @@ impl<T: Scalar> Bench<T> {
 ///
 /// A sample is one launch between its own pair of CUDA events, except for
 /// launches shorter than [`SHORT_LAUNCH_US`] (probed once after the warm-up):
-/// then one event pair brackets a group of back-to-back launches (enough for
-/// about 100 µs, at most 32) and the sample is the group's time divided by its
-/// size, which is the cost a caller pays per call in a loop. [`Bench`] and the
-/// cuSPARSE baseline share this function so both sides are timed the same way.
+/// then a group of launches (enough for about 100 µs, at most 32) is captured
+/// into a CUDA graph and one event pair brackets each replay; the sample is
+/// the replay's time divided by the group size: the GPU cost per call without
+/// the CPU launch overhead, which is the same for every kernel and would
+/// otherwise dominate. Launches that cannot be captured are timed as a group
+/// queued back to back instead. [`Bench`] and the cuSPARSE baseline share
+/// this function so both sides are timed the same way.
 pub fn time_launches<E: From<RtError>>(
     gpu: &Gpu,
     launch: &mut dyn FnMut() -> Result<(), E>,
@@ -512,6 +515,23 @@ pub fn time_launches<E: From<RtError>>(
 
     let group = launch_group(gpu, launch)?;
     let reps = reps.max(1) as usize;
+    if group > 1 {
+        // Short launches: replay the group as one CUDA graph, so that the
+        // sample is GPU time and not the CPU's launch rate (which is the same
+        // for every variant and would hide their differences). Launches that
+        // cannot be captured fall back to timing the group back to back.
+        match time_graph_samples(gpu, launch, group, reps, max_seconds) {
+            Ok(times) if !times.is_empty() => return Ok(times),
+            Ok(_) => {}
+            Err(e) => {
+                let e: RtError = e;
+                if e.is_context_fatal() {
+                    return Err(e.into());
+                }
+            }
+        }
+        stream.synchronize().map_err(RtError::from)?;
+    }
     let pairs = reps.min(MAX_BATCH);
     let starts = (0..pairs)
         .map(|_| timing_event(gpu))
@@ -542,6 +562,64 @@ pub fn time_launches<E: From<RtError>>(
         let per_launch = spent / times.len() as f64;
         let fit = ((max_seconds - spent) / per_launch.max(1e-9)).floor();
         batch = (fit as usize).clamp(1, pairs);
+    }
+    Ok(times)
+}
+
+/// Up to `reps` samples (µs per launch) of a CUDA graph of `group` captured
+/// launches, each replay between its own pair of events, after one untimed
+/// replay; stops once `max_seconds` have passed.
+fn time_graph_samples<E: From<RtError>>(
+    gpu: &Gpu,
+    launch: &mut dyn FnMut() -> Result<(), E>,
+    group: usize,
+    reps: usize,
+    max_seconds: f64,
+) -> Result<Vec<f64>, RtError> {
+    let stream = gpu.stream();
+    stream.synchronize()?;
+    stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let mut captured = true;
+    for _ in 0..group {
+        if launch().is_err() {
+            captured = false;
+            break;
+        }
+    }
+    // Always end the capture so the stream leaves capture mode.
+    let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+    if !captured {
+        return Ok(Vec::new());
+    }
+    let Some(graph) = ended? else {
+        return Ok(Vec::new());
+    };
+    graph.upload()?;
+    graph.launch()?;
+    stream.synchronize()?;
+    let pairs = reps.min(MAX_BATCH);
+    let starts = (0..pairs)
+        .map(|_| timing_event(gpu))
+        .collect::<Result<Vec<_>, _>>()?;
+    let stops = (0..pairs)
+        .map(|_| timing_event(gpu))
+        .collect::<Result<Vec<_>, _>>()?;
+    let t0 = Instant::now();
+    let mut times = Vec::with_capacity(reps);
+    while times.len() < reps {
+        let n = pairs.min(reps - times.len());
+        for k in 0..n {
+            starts[k].record(stream)?;
+            graph.launch()?;
+            stops[k].record(stream)?;
+        }
+        for k in 0..n {
+            let ms = starts[k].elapsed_ms(&stops[k])?;
+            times.push(ms as f64 * 1e3 / group as f64);
+        }
+        if t0.elapsed().as_secs_f64() > max_seconds {
+            break;
+        }
     }
     Ok(times)
 }
