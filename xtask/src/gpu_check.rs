@@ -1,7 +1,7 @@
 //! `cargo xtask gpu-check`: checks every generator variant on a GPU.
 //!
-//! Every variant (the core design space plus a fixed list of fine-knob
-//! variants) is compiled for `f32` and `f64` and run on every matrix of the
+//! Every variant (the core and layout design spaces plus a fixed list of
+//! fine-knob variants) is compiled for `f32` and `f64` and run on every matrix of the
 //! real-matrix directory plus built-in edge cases (empty rows, one row holding
 //! half the nonzeros, 1 x 1, n x 1, 1 x n, rectangular, nnz = 0, rows longer
 //! than 65536). Each check uses a fresh random `x`, poisons `y` with NaN and
@@ -64,7 +64,8 @@ pub struct Args {
     /// Output directory for `gpu-check.json`, `gpu-check.md` and sanitizer logs.
     #[arg(long, value_name = "DIR", default_value = "target/gpu-check")]
     out: PathBuf,
-    /// `all`: the core design space plus fine-knob variants; `core`: core only.
+    /// `all`: the core and layout design spaces plus fine-knob variants;
+    /// `core`: the core and layout spaces only.
     #[arg(long, value_enum, default_value_t = VariantSet::All)]
     variants: VariantSet,
     /// Checks per (value type, matrix, variant), each with a fresh random x.
@@ -1214,9 +1215,11 @@ fn markdown(s: &Summary) -> String {
     let _ = writeln!(md, "- Command: `{}`", s.command);
     let _ = writeln!(
         md,
-        "- Variants: {} ({} core + {} fine-knob), each compiled for f32 and f64",
+        "- Variants: {} ({} core + {} layout + {} fine-knob), each compiled for f32 and f64; \
+         layout variants run on the matrices that have their layout",
         s.counts.variants,
-        s.counts.variants - s.counts.fine_variants,
+        core_space().len(),
+        s.counts.variants - s.counts.fine_variants - core_space().len(),
         s.counts.fine_variants
     );
     let _ = writeln!(
@@ -1381,7 +1384,7 @@ pub fn run(args: Args) -> Result<()> {
     let matrices: Vec<TestMatrix> = real.into_iter().chain(edge).collect();
 
     let variants = variant_list(args.variants);
-    let fine = variants.len() - core_space().len();
+    let fine = variants.len() - full_space().len();
     println!(
         "gpu-check on {} ({}): {} variants x 2 value types x {} matrices ({} real, {} edge), {} checks each",
         gpu.name(),
