@@ -253,18 +253,6 @@ pub fn launch_variant<T: Scalar>(
             .arg(&dia.values)
             .arg(x)
             .arg(y);
-    } else if let Some(b) = a.binned().filter(|_| variant.strategy == Strategy::Binned) {
-        builder
-            .arg(&rows)
-            .arg(&cols)
-            .arg(&nnz)
-            .arg(a.indptr())
-            .arg(a.indices())
-            .arg(a.values())
-            .arg(x)
-            .arg(y)
-            .arg(&b.meta)
-            .arg(&b.scratch);
     } else {
         builder
             .arg(&rows)
@@ -275,6 +263,9 @@ pub fn launch_variant<T: Scalar>(
             .arg(a.values())
             .arg(x)
             .arg(y);
+        if let Some(b) = a.binned().filter(|_| variant.strategy == Strategy::Binned) {
+            builder.arg(&b.meta).arg(&b.scratch);
+        }
     }
     // SAFETY: the arguments match the generated ABI in type and order
     // (int, int, int, const int*, const int*, const T*, const T*, T*) with

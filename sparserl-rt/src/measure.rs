@@ -533,12 +533,7 @@ pub fn time_launches<E: From<RtError>>(
         stream.synchronize().map_err(RtError::from)?;
     }
     let pairs = reps.min(MAX_BATCH);
-    let starts = (0..pairs)
-        .map(|_| timing_event(gpu))
-        .collect::<Result<Vec<_>, _>>()?;
-    let stops = (0..pairs)
-        .map(|_| timing_event(gpu))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (starts, stops) = event_pairs(gpu, pairs)?;
     let t0 = Instant::now();
     let mut times = Vec::with_capacity(reps);
     let mut batch = 1;
@@ -564,6 +559,16 @@ pub fn time_launches<E: From<RtError>>(
         batch = (fit as usize).clamp(1, pairs);
     }
     Ok(times)
+}
+
+/// `n` start and `n` stop timing events.
+fn event_pairs(gpu: &Gpu, n: usize) -> Result<(Vec<CudaEvent>, Vec<CudaEvent>), RtError> {
+    let make = || {
+        (0..n)
+            .map(|_| timing_event(gpu))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok((make()?, make()?))
 }
 
 /// Up to `reps` samples (µs per launch) of a CUDA graph of `group` captured
@@ -598,12 +603,7 @@ fn time_graph_samples<E: From<RtError>>(
     graph.launch()?;
     stream.synchronize()?;
     let pairs = reps.min(MAX_BATCH);
-    let starts = (0..pairs)
-        .map(|_| timing_event(gpu))
-        .collect::<Result<Vec<_>, _>>()?;
-    let stops = (0..pairs)
-        .map(|_| timing_event(gpu))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (starts, stops) = event_pairs(gpu, pairs)?;
     let t0 = Instant::now();
     let mut times = Vec::with_capacity(reps);
     while times.len() < reps {
