@@ -99,10 +99,17 @@ value = "f64"
 pattern = { kind = "banded", rows = 2000, bandwidth = 2, avg-degree = 3 }
 "#,
     );
-    let out = cargo(&dir, &["run", "--quiet"]);
+    let out = cargo(&dir, &["run"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "build failed:\n{stderr}");
+    // No GPU is used (policy mode) and there is no lock file: the build names
+    // the learned policy's pick and its predicted GB/s.
+    assert!(
+        stderr.contains("kernel `ring` (f64)")
+            && stderr.contains("policy pick (learned), predicted"),
+        "{stderr}"
+    );
     assert!(stdout.contains("ring f64 "), "{stdout}");
     assert!(stdout.contains("type ring"), "{stdout}");
 
