@@ -16,6 +16,14 @@ use sparserl_policies::train::{TrainConfig, train};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+/// Training seeds libtorch's process-wide generator: tests that train must
+/// not run at the same time, or their random streams interleave.
+static TORCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn torch_lock() -> std::sync::MutexGuard<'static, ()> {
+    TORCH.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn committed_dataset() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/h200-round0.json.gz")
 }
@@ -62,6 +70,7 @@ fn holdout(ds: &Dataset) -> (Vec<String>, Vec<String>) {
 
 #[test]
 fn learned_policy_beats_random_and_template_on_held_out_matrices() {
+    let _torch = torch_lock();
     let path = committed_dataset();
     let ds = Dataset::read(&path).unwrap_or_else(|e| panic!("{e}"));
     let (names, classes) = holdout(&ds);
@@ -116,6 +125,7 @@ fn learned_policy_beats_random_and_template_on_held_out_matrices() {
 
 #[test]
 fn training_is_reproducible() {
+    let _torch = torch_lock();
     let ds = sparserl_policies::synthetic::dataset(3, 2);
     let cfg = TrainConfig {
         epochs: 5,
