@@ -9,7 +9,7 @@ use crate::device::{DeviceCsr, Gpu, Scalar};
 use crate::error::RtError;
 use crate::launch::launch_variant;
 use crate::variant::{ValueType, Variant};
-use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, sys};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaSlice, sys};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -571,6 +571,31 @@ fn event_pairs(gpu: &Gpu, n: usize) -> Result<(Vec<CudaEvent>, Vec<CudaEvent>), 
     Ok((make()?, make()?))
 }
 
+/// Captures `n` launches into a CUDA graph (after a synchronize): the outcome
+/// of the launches (the first error stops the capture) and of ending the
+/// capture, which always happens so the stream leaves capture mode.
+#[allow(clippy::type_complexity)]
+fn capture<E>(
+    gpu: &Gpu,
+    launch: &mut dyn FnMut() -> Result<(), E>,
+    n: usize,
+) -> Result<(Result<(), E>, Result<Option<CudaGraph>, RtError>), RtError> {
+    let stream = gpu.stream();
+    stream.synchronize()?;
+    stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let mut captured = Ok(());
+    for _ in 0..n {
+        captured = launch();
+        if captured.is_err() {
+            break;
+        }
+    }
+    let ended = stream
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .map_err(RtError::from);
+    Ok((captured, ended))
+}
+
 /// Up to `reps` samples (µs per launch) of a CUDA graph of `group` captured
 /// launches, each replay between its own pair of events, after one untimed
 /// replay; stops once `max_seconds` have passed.
@@ -582,18 +607,8 @@ fn time_graph_samples<E: From<RtError>>(
     max_seconds: f64,
 ) -> Result<Vec<f64>, RtError> {
     let stream = gpu.stream();
-    stream.synchronize()?;
-    stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let mut captured = true;
-    for _ in 0..group {
-        if launch().is_err() {
-            captured = false;
-            break;
-        }
-    }
-    // Always end the capture so the stream leaves capture mode.
-    let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
-    if !captured {
+    let (captured, ended) = capture(gpu, launch, group)?;
+    if captured.is_err() {
         return Ok(Vec::new());
     }
     let Some(graph) = ended? else {
@@ -682,22 +697,9 @@ pub fn time_graph<E: From<RtError>>(
     const REPLAYS: usize = 10;
     let n = n.max(1);
     let stream = gpu.stream();
-    stream.synchronize().map_err(RtError::from)?;
-    stream
-        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .map_err(RtError::from)?;
-    let mut captured = Ok(());
-    for _ in 0..n {
-        captured = launch();
-        if captured.is_err() {
-            break;
-        }
-    }
-    // Always end the capture so the stream leaves capture mode.
-    let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+    let (captured, ended) = capture(gpu, launch, n)?;
     captured?;
-    let graph = ended
-        .map_err(RtError::from)?
+    let graph = ended?
         .ok_or_else(|| RtError::Compile("CUDA graph capture produced no graph".to_string()))?;
     let replay = || -> Result<f64, RtError> {
         graph.upload()?;
