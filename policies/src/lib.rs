@@ -137,6 +137,8 @@ const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
 /// - nnz-split: balanced by construction, pays a binary search and atomics
 ///   at row ends (`e = 0.8`, less with few items per thread on short rows);
 ///   `c = items + log2(rows) / 8`.
+/// - Tiled: balanced by construction, pays a shared-memory pass per tile
+///   (`e = 0.85`, `c = 1024 / B + 8`).
 ///
 /// Minor knobs (`__ldg`, block size, unroll) get small tie-breaking
 /// preferences. It is an estimate: the measured search has the last word.
@@ -175,6 +177,9 @@ pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
             let atomics = 1.0 / (1.0 + 0.6 * (items / m).min(1.0) / items.sqrt());
             (0.8 * atomics, items + f.rows.max(2.0).log2() / 8.0)
         }
+        // Tiled: balanced by construction (1024-nonzero tiles, long rows cut),
+        // pays a shared-memory pass and a barrier per tile.
+        Strategy::Tiled => (0.85, 1024.0 / v.block as f64 + 8.0),
     };
     let base = w / (w / eff.max(1e-9)).max(critical).max(1.0);
     let ldg = if v.ldg_x { 1.0 } else { 0.97 };
@@ -184,7 +189,7 @@ pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
         _ => 0.98,
     };
     let unroll = match (v.strategy, v.unroll) {
-        (Strategy::NnzSplit, _) => 1.0,
+        (Strategy::NnzSplit | Strategy::Tiled, _) => 1.0,
         (_, 1) => 0.99,
         (_, 2) => 1.0,
         _ => 0.995,

@@ -158,6 +158,7 @@ pub fn heads_used(s: Strategy) -> [bool; 5] {
         }
         Strategy::GroupPerRow | Strategy::Binned => [true, true, false, true, true],
         Strategy::NnzSplit => [true, false, true, false, true],
+        Strategy::Tiled => [true, false, false, false, true],
     }
 }
 

@@ -14,7 +14,8 @@
 //! threads (any grid is correct: the kernels use grid-stride loops). When
 //! [`Variant::needs_zeroed_y`] holds, `y` must be zeroed before the launch.
 //! Diagonal kernels read the diagonal layout through the same parameters;
-//! binned kernels take two more (`meta`, `scratch`; see `sparserl_rt::launch`).
+//! binned and tiled kernels take two more (`meta`, `scratch`; see
+//! `sparserl_rt::launch`).
 //!
 //! The output is byte-for-byte deterministic for a given variant, value type
 //! and [`generator_fingerprint`].
@@ -35,9 +36,10 @@ const BLOCK_PER_ROW: &str = include_str!("../kernels/block_per_row.cu");
 const NNZ_SPLIT: &str = include_str!("../kernels/nnz_split.cu");
 const DIAGONAL: &str = include_str!("../kernels/diagonal.cu");
 const BINNED: &str = include_str!("../kernels/binned.cu");
+const TILED: &str = include_str!("../kernels/tiled.cu");
 
 /// Every fragment, in a fixed order (name, text).
-const FRAGMENTS: [(&str, &str); 7] = [
+const FRAGMENTS: [(&str, &str); 8] = [
     ("common.cuh", COMMON),
     ("thread_per_row.cu", THREAD_PER_ROW),
     ("group_per_row.cu", GROUP_PER_ROW),
@@ -45,6 +47,7 @@ const FRAGMENTS: [(&str, &str); 7] = [
     ("nnz_split.cu", NNZ_SPLIT),
     ("diagonal.cu", DIAGONAL),
     ("binned.cu", BINNED),
+    ("tiled.cu", TILED),
 ];
 
 /// Errors of [`generate`].
@@ -111,6 +114,7 @@ fn strategy_fragment(s: Strategy) -> &'static str {
         Strategy::NnzSplit => NNZ_SPLIT,
         Strategy::Diagonal => DIAGONAL,
         Strategy::Binned => BINNED,
+        Strategy::Tiled => TILED,
     }
 }
 

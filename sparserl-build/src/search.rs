@@ -97,8 +97,8 @@ pub trait MeasureSource {
 /// the CSR strategies only): diagonal kernels with block 256 and unroll 1 or
 /// 8, and block 512 with unroll 4; binned kernels whose short-row lanes
 /// follow the policy's first row-mapped proposal (its lanes, half and double
-/// of them; thread-per-row counts as 2 lanes), block 256; all with `__ldg`
-/// loads of `x`.
+/// of them; thread-per-row counts as 2 lanes), block 256; tiled kernels with
+/// block 256 and 512; all with `__ldg` loads of `x`.
 pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
     let diagonal = [(256, 1), (256, 8), (512, 4)]
         .into_iter()
@@ -116,6 +116,10 @@ pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
         })
         .unwrap_or(8);
     let mut out: Vec<Variant> = diagonal.collect();
+    out.extend([256, 512].map(|block| Variant {
+        block,
+        ..Variant::of(Strategy::Tiled)
+    }));
     for l in [lanes, lanes / 2, lanes * 2] {
         let v = Variant {
             block: 256,
@@ -594,6 +598,7 @@ mod tests {
             Strategy::BlockPerRow => 100.0,
             Strategy::Diagonal => 50.0,
             Strategy::Binned => 60.0,
+            Strategy::Tiled => 70.0,
         };
         base + if v.stream_y { 30.0 } else { 0.0 } + v.block as f64 / 100.0
     }

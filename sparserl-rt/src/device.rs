@@ -239,8 +239,11 @@ fn upload_padded<T: DeviceRepr + ValidAsZeroBits + Copy>(
 /// kernels read ([`DeviceCsr::diagonals`]); it costs about one value per
 /// nonzero of extra device memory. A matrix with long rows also gets the
 /// small row-binned layout of [`Strategy::Binned`](crate::Strategy::Binned)
-/// kernels ([`DeviceCsr::binned`], see [`crate::binned`]). Both can be
-/// dropped with [`DeviceCsr::drop_layouts`] when no such kernel will run.
+/// kernels ([`DeviceCsr::binned`], see [`crate::binned`]), and every matrix
+/// gets the small tile layout of [`Strategy::Tiled`](crate::Strategy::Tiled)
+/// kernels ([`DeviceCsr::tiled`], see [`crate::tiled`]; 12 bytes per tile of
+/// up to 1024 nonzeros). All can be dropped with [`DeviceCsr::drop_layouts`]
+/// when no such kernel will run.
 pub struct DeviceCsr<T: Scalar> {
     rows: usize,
     cols: usize,
@@ -251,7 +254,8 @@ pub struct DeviceCsr<T: Scalar> {
     features: Features,
     dia: Option<DeviceDia<T>>,
     binned: Option<DeviceBinned>,
-    /// The stream of the upload ([`Gpu::stream`]): binned kernels write the
+    tiled: Option<DeviceTiled>,
+    /// The stream of the upload ([`Gpu::stream`]): binned and tiled kernels write the
     /// matrix's scratch, so they may only run there.
     stream: Arc<CudaStream>,
 }
@@ -277,6 +281,29 @@ impl fmt::Debug for DeviceBinned {
             .field("threshold", &self.threshold)
             .field("long_rows", &self.long_rows)
             .field("chunks", &self.chunks)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The tile layout of a [`DeviceCsr`] (see [`crate::tiled`]).
+pub struct DeviceTiled {
+    /// `[n_tiles, n_acc, tile_row, tile_nnz, tile_acc, acc_row, acc_pieces]`.
+    pub meta: CudaSlice<i32>,
+    /// `2 * n_acc` zeroed slots (at least one): accumulators of the rows cut
+    /// into pieces and their completion counters, written by tiled kernels
+    /// and left zeroed by them.
+    pub scratch: CudaSlice<f64>,
+    /// Number of tiles (one block each).
+    pub tiles: usize,
+    /// Number of rows cut into pieces.
+    pub split_rows: usize,
+}
+
+impl fmt::Debug for DeviceTiled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceTiled")
+            .field("tiles", &self.tiles)
+            .field("split_rows", &self.split_rows)
             .finish_non_exhaustive()
     }
 }
@@ -386,9 +413,19 @@ impl<T: Scalar> DeviceCsr<T> {
             }),
             None => None,
         };
+        let t = crate::tiled::TiledLayout::build(csr);
+        let tiled = Some(DeviceTiled {
+            meta: gpu.stream.clone_htod(&t.meta())?,
+            scratch: gpu
+                .stream
+                .alloc_zeros::<f64>((2 * t.acc_row.len()).max(1))?,
+            tiles: t.tiles(),
+            split_rows: t.acc_row.len(),
+        });
         Ok(DeviceCsr {
             dia,
             binned,
+            tiled,
             stream: gpu.stream.clone(),
             rows: csr.rows(),
             cols: csr.cols(),
@@ -442,18 +479,24 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn binned(&self) -> Option<&DeviceBinned> {
         self.binned.as_ref()
     }
+    /// The tile layout, unless it was dropped.
+    pub fn tiled(&self) -> Option<&DeviceTiled> {
+        self.tiled.as_ref()
+    }
     /// Whether a kernel of `strategy` can run on this matrix (CSR strategies
     /// always; layout strategies when the matrix has their layout).
     pub fn has_layout(&self, strategy: crate::Strategy) -> bool {
         match strategy {
             crate::Strategy::Diagonal => self.dia.is_some(),
             crate::Strategy::Binned => self.binned.is_some(),
+            crate::Strategy::Tiled => self.tiled.is_some(),
             _ => true,
         }
     }
     /// Device memory of the arrays that a kernel of `strategy` reads, in bytes
     /// (the CSR arrays, the diagonal layout for diagonal kernels, CSR plus the
-    /// binned metadata for binned kernels; `None` when that layout is not
+    /// binned metadata for binned kernels, CSR plus the tile metadata for
+    /// tiled kernels; `None` when that layout is not
     /// available).
     pub fn layout_bytes(&self, strategy: crate::Strategy) -> Option<usize> {
         match strategy {
@@ -465,6 +508,10 @@ impl<T: Scalar> DeviceCsr<T> {
                 .binned
                 .as_ref()
                 .map(|b| self.device_bytes() + b.meta.num_bytes() + b.scratch.num_bytes()),
+            crate::Strategy::Tiled => self
+                .tiled
+                .as_ref()
+                .map(|t| self.device_bytes() + t.meta.num_bytes() + t.scratch.num_bytes()),
             _ => Some(self.device_bytes()),
         }
     }
@@ -476,6 +523,7 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn drop_layouts(&mut self) {
         self.dia = None;
         self.binned = None;
+        self.tiled = None;
     }
 }
 

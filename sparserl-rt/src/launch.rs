@@ -16,7 +16,9 @@
 //! diagonal-major values; `indices` is passed but not read. Binned kernels
 //! ([`Strategy::Binned`]) take two more parameters after `y`: the binned
 //! layout's `const int* meta` and `double* scratch` ([`crate::binned`]), and
-//! run on [`binned_grid`] blocks.
+//! run on [`binned_grid`] blocks. Tiled kernels ([`Strategy::Tiled`]) take
+//! the tile layout's `meta` and `scratch` the same way ([`crate::tiled`]) and
+//! run one block per tile.
 
 use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
 use crate::error::RtError;
@@ -58,7 +60,7 @@ pub enum Dispatch {
 pub fn dispatch(spec: &KernelSpec, m: &Features) -> Dispatch {
     if matches!(
         spec.variant.strategy,
-        Strategy::NnzSplit | Strategy::Diagonal | Strategy::Binned
+        Strategy::NnzSplit | Strategy::Diagonal | Strategy::Binned | Strategy::Tiled
     ) {
         return Dispatch::Tuned;
     }
@@ -224,6 +226,20 @@ pub fn launch_variant<T: Scalar>(
             });
         }
         binned_grid(variant, a.rows(), b.chunks)
+    } else if variant.strategy == Strategy::Tiled {
+        let t = a.tiled().ok_or_else(|| RtError::LayoutUnavailable {
+            variant: variant.id(),
+            reason: "the matrix's tile layout was dropped".into(),
+        })?;
+        if !a.same_stream(gpu) {
+            return Err(RtError::LayoutUnavailable {
+                variant: variant.id(),
+                reason: "tiled kernels write the matrix's scratch and must run on the stream \
+                         (Gpu) the matrix was uploaded with"
+                    .into(),
+            });
+        }
+        t.tiles.clamp(1, i32::MAX as usize) as u32
     } else {
         variant.grid(a.rows(), a.nnz())
     };
@@ -266,6 +282,9 @@ pub fn launch_variant<T: Scalar>(
         if let Some(b) = a.binned().filter(|_| variant.strategy == Strategy::Binned) {
             builder.arg(&b.meta).arg(&b.scratch);
         }
+        if let Some(t) = a.tiled().filter(|_| variant.strategy == Strategy::Tiled) {
+            builder.arg(&t.meta).arg(&t.scratch);
+        }
     }
     // SAFETY: the arguments match the generated ABI in type and order
     // (int, int, int, const int*, const int*, const T*, const T*, T*) with
@@ -274,7 +293,8 @@ pub fn launch_variant<T: Scalar>(
     // Diagonal kernels: `ndiag` <= 64 offsets and ndiag * rows values, and the
     // kernel bounds every column by `cols`. Binned kernels additionally get
     // `meta` (consistent with this CSR, built from it at upload) and
-    // `scratch` (n_long + 1 slots), which they write; the matrix was uploaded
+    // `scratch` (n_long + 1 slots), which they write; tiled kernels likewise
+    // get the tile `meta` and `scratch` (2 n_acc slots, at least one); the matrix was uploaded
     // on this Gpu's stream (checked above) and launches on one stream do not
     // overlap, so no two kernels touch `scratch` at once. `x`/`y` were checked above to hold
     // at least cols/rows entries, so the kernel only touches memory inside

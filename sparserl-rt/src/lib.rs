@@ -18,6 +18,7 @@ pub mod features;
 pub mod kernel;
 pub mod mtx;
 pub mod synth;
+pub mod tiled;
 pub use features::Features;
 pub use kernel::{ArchPtx, KernelSpec, Provenance, TunedFor, arch_number};
 pub mod device;
@@ -25,7 +26,9 @@ pub mod error;
 pub mod launch;
 pub mod measure;
 pub mod nvrtc;
-pub use device::{DeviceBinned, DeviceCsr, DeviceDia, DeviceVec, Gpu, Scalar, validate_raw};
+pub use device::{
+    DeviceBinned, DeviceCsr, DeviceDia, DeviceTiled, DeviceVec, Gpu, Scalar, validate_raw,
+};
 pub use error::RtError;
 pub use launch::{Dispatch, SpmvKernel, dispatch, launch_variant};
 pub use measure::{Bench, MeasureOptions, Measurement, copy_bandwidth_gbs, tolerance};

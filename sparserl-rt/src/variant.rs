@@ -76,17 +76,25 @@ pub enum Strategy {
     /// upload are cut into chunks of 1024 nonzeros spread over warps (see
     /// [`crate::binned`]). Available for matrices that have long rows.
     Binned,
+    /// CSR over nonzero tiles (CSR-Stream): one block per tile of at most
+    /// 1024 nonzeros computes the tile's products with coalesced loads into
+    /// shared memory, then sums each row there with a lane group sized to
+    /// the tile's row count; rows longer than a tile are cut into pieces
+    /// combined through a per-row accumulator (see [`crate::tiled`]). The
+    /// small tile layout is built at upload for every matrix.
+    Tiled,
 }
 
 impl Strategy {
     /// Every strategy the generator knows.
-    pub const ALL: [Strategy; 6] = [
+    pub const ALL: [Strategy; 7] = [
         Strategy::ThreadPerRow,
         Strategy::GroupPerRow,
         Strategy::BlockPerRow,
         Strategy::NnzSplit,
         Strategy::Diagonal,
         Strategy::Binned,
+        Strategy::Tiled,
     ];
     /// The strategies that read plain CSR and so apply to every matrix
     /// (the learned policy's strategy vocabulary).
@@ -99,7 +107,10 @@ impl Strategy {
     /// Whether the strategy reads a layout other than CSR (built at upload
     /// when the matrix allows it, see [`crate::DeviceCsr`]).
     pub const fn needs_layout(self) -> bool {
-        matches!(self, Strategy::Diagonal | Strategy::Binned)
+        matches!(
+            self,
+            Strategy::Diagonal | Strategy::Binned | Strategy::Tiled
+        )
     }
     /// Short stable name.
     pub const fn as_str(self) -> &'static str {
@@ -110,6 +121,7 @@ impl Strategy {
             Strategy::NnzSplit => "nnz-split",
             Strategy::Diagonal => "diagonal",
             Strategy::Binned => "binned",
+            Strategy::Tiled => "tiled",
         }
     }
 }
@@ -175,6 +187,11 @@ impl Variant {
                 v.lanes = 1;
                 v.unroll = 1;
             }
+            Strategy::Tiled => {
+                v.lanes = 1;
+                v.items = 1;
+                v.unroll = 1;
+            }
         }
         v
     }
@@ -227,6 +244,10 @@ impl Variant {
             Strategy::GroupPerRow | Strategy::Binned => rows * self.lanes as usize,
             Strategy::BlockPerRow => return rows.clamp(1, i32::MAX as usize) as u32,
             Strategy::NnzSplit => nnz.div_ceil(self.items as usize),
+            // Tiled: one block per tile; the launch takes the layout's count.
+            Strategy::Tiled => {
+                return nnz.div_ceil(crate::tiled::TILE).clamp(1, i32::MAX as usize) as u32;
+            }
         };
         work_items
             .div_ceil(self.block as usize)
@@ -260,12 +281,23 @@ impl Variant {
 
 /// The layout design space: variants of the strategies that need a layout
 /// other than CSR ([`Strategy::needs_layout`]): diagonal kernels (block size
-/// x unroll x `x` load path) and binned kernels (lanes x block 128/256 x
-/// unroll 1/2, `__ldg` loads). They apply only to matrices whose structure
-/// allows the layout, so they are kept apart from [`core_space`] (every
-/// variant of which runs on any matrix).
+/// x unroll x `x` load path), binned kernels (lanes x block 128/256 x
+/// unroll 1/2, `__ldg` loads) and tiled kernels (block size x `x` load
+/// path). Diagonal and binned kernels apply only to matrices whose structure
+/// allows the layout, and every one needs more than the CSR arrays, so they
+/// are kept apart from [`core_space`] (every variant of which runs on the
+/// CSR arrays of any matrix).
 pub fn layout_space() -> Vec<Variant> {
     let mut out = Vec::new();
+    for ldg_x in [true, false] {
+        for block in [128, 256, 512, 1024] {
+            out.push(Variant {
+                block,
+                ldg_x,
+                ..Variant::of(Strategy::Tiled)
+            });
+        }
+    }
     for block in [128, 256] {
         for unroll in [1, 2] {
             for lanes in [2, 4, 8, 16, 32] {
@@ -379,7 +411,7 @@ mod tests {
         let full = full_space();
         let set: std::collections::HashSet<_> = full.iter().map(|v| v.id()).collect();
         assert_eq!(set.len(), full.len());
-        assert_eq!(full.len(), space.len() + 18 + 20);
+        assert_eq!(full.len(), space.len() + 18 + 20 + 8);
         for v in layout_space() {
             v.validate().unwrap();
             assert_eq!(v, v.canonical());

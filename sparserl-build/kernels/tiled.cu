@@ -1,0 +1,123 @@
+// ---- tiled.cu: CSR SpMV over nonzero tiles (CSR-Stream) ----
+//
+// The matrix's tile layout (see sparserl_rt::tiled) cuts the nonzeros, in
+// order, into tiles of at most SPARSERL_TILE nonzeros; one block per tile
+// (grid-stride over tiles). Two extra parameters follow the common ABI:
+//
+//   meta:    int[2 + 3 n_tiles + 2 + 2 n_acc] =
+//            { n_tiles, n_acc, tile_row[n_tiles + 1], tile_nnz[n_tiles + 1],
+//              tile_acc[n_tiles], acc_row[n_acc], acc_pieces[n_acc] }
+//   scratch: double[2 n_acc]: accumulators of the rows cut into pieces, then
+//            their 32-bit completion counters (zero between launches).
+//
+// A tile of whole rows: phase 1 computes all its products with coalesced
+// loads of values and indices (every thread issues its gathers of x
+// back to back) into shared memory; phase 2 sums each row's products from
+// shared memory with g lanes per row, g = pow2_floor(BLOCK / rows) clamped to
+// 1..=32 (the layout bounds the longest row of a tile by 32 g for BLOCK 256),
+// and writes y once per row, empty rows included. A piece of a long row: the
+// block reduces its products and adds them to the row's accumulator with one
+// double atomicAdd; the piece that finishes last (a fenced per-row ticket)
+// writes y and resets the accumulator and the counter, so y needs no zeroing
+// and every row of y is written exactly once. Launches on one matrix must not
+// overlap (the runtime launches on the stream the matrix was uploaded on).
+
+#define SPARSERL_TILE 1024
+#define SPARSERL_TILE_STEPS ((SPARSERL_TILE + BLOCK - 1) / BLOCK)
+
+extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
+    const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
+    const int* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x,
+    T* __restrict__ y, const int* __restrict__ meta, double* __restrict__ scratch) {
+    (void)rows;
+    (void)cols;
+    (void)nnz;
+    __shared__ ACC prod[SPARSERL_TILE];
+    __shared__ ACC warp_sums[BLOCK / 32];
+    const int n_tiles = meta[0];
+    const int n_acc = meta[1];
+    const int* __restrict__ tile_row = meta + 2;
+    const int* __restrict__ tile_nnz = tile_row + n_tiles + 1;
+    const int* __restrict__ tile_acc = tile_nnz + n_tiles + 1;
+    const int* __restrict__ acc_row = tile_acc + n_tiles;
+    const int* __restrict__ acc_pieces = acc_row + n_acc;
+    unsigned* counters = reinterpret_cast<unsigned*>(scratch + n_acc);
+    const int tid = (int)threadIdx.x;
+    const unsigned lane = threadIdx.x & 31u;
+
+    for (int t = (int)blockIdx.x; t < n_tiles; t += (int)gridDim.x) {
+        const int k0 = tile_nnz[t];
+        const int len = tile_nnz[t + 1] - k0;
+        const int acc = tile_acc[t];
+        if (acc >= 0) {
+            // One piece of a long row: block reduction, then the row's accumulator.
+            ACC s = ACC(0);
+#pragma unroll
+            for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                const int i = tid + j * BLOCK;
+                if (i < len) {
+                    s += (ACC)values[k0 + i] * (ACC)load_x(x, indices[k0 + i]);
+                }
+            }
+            s = group_reduce<32>(s, SPARSERL_FULL_MASK);
+            if (lane == 0) {
+                warp_sums[tid / 32] = s;
+            }
+            __syncthreads();
+            if (tid < 32) {
+                ACC w = tid < BLOCK / 32 ? warp_sums[tid] : ACC(0);
+                w = group_reduce<32>(w, SPARSERL_FULL_MASK);
+                if (tid == 0) {
+                    atomicAdd(scratch + acc, (double)w);
+                    __threadfence();
+                    const unsigned done = atomicAdd(counters + acc, 1u);
+                    if (done + 1u == (unsigned)acc_pieces[acc]) {
+                        // Every other piece added before its fenced ticket;
+                        // read past L1.
+                        __threadfence();
+                        const double v = __ldcg(scratch + acc);
+                        __stcg(scratch + acc, 0.0);
+                        atomicExch(counters + acc, 0u);
+                        store_y(y, acc_row[acc], (T)v);
+                    }
+                }
+            }
+            __syncthreads();  // warp_sums is reused by the next tile
+        } else {
+            // Whole rows: products to shared memory, then g lanes per row.
+            const int r0 = tile_row[t];
+            const int nr = tile_row[t + 1] - r0;
+#pragma unroll
+            for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                const int i = tid + j * BLOCK;
+                if (i < len) {
+                    prod[i] = (ACC)values[k0 + i] * (ACC)load_x(x, indices[k0 + i]);
+                }
+            }
+            __syncthreads();
+            const int per = BLOCK / (nr > 0 ? nr : 1);
+            const int g = per >= 32 ? 32 : (per <= 1 ? 1 : 1 << (31 - __clz(per)));
+            const int groups = BLOCK / g;
+            const int gl = tid & (g - 1);
+            // Uniform trip count: every lane takes part in the shuffles.
+            for (int base = 0; base < nr; base += groups) {
+                const int i = base + tid / g;
+                ACC s = ACC(0);
+                if (i < nr) {
+                    const int a = indptr[r0 + i] - k0;
+                    const int b = indptr[r0 + i + 1] - k0;
+                    for (int k = a + gl; k < b; k += g) {
+                        s += prod[k];
+                    }
+                }
+                for (int off = g / 2; off > 0; off >>= 1) {
+                    s += __shfl_down_sync(SPARSERL_FULL_MASK, s, off, g);
+                }
+                if (i < nr && gl == 0) {
+                    store_y(y, r0 + i, (T)s);
+                }
+            }
+            __syncthreads();  // prod is reused by the next tile
+        }
+    }
+}
