@@ -148,8 +148,15 @@ pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
     let (eff, critical) = match v.strategy {
         // Diagonal: whether the layout exists is not in the features; scored
         // like thread-per-row (its CSR counterpart), the search measures it.
-        Strategy::ThreadPerRow | Strategy::GroupPerRow | Strategy::Diagonal | Strategy::Binned => {
-            let l = if !matches!(v.strategy, Strategy::GroupPerRow | Strategy::Binned) {
+        Strategy::ThreadPerRow
+        | Strategy::GroupPerRow
+        | Strategy::Diagonal
+        | Strategy::Binned
+        | Strategy::Narrow => {
+            let l = if !matches!(
+                v.strategy,
+                Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow
+            ) {
                 1.0
             } else {
                 v.lanes as f64
@@ -157,7 +164,10 @@ pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
             let k = 32.0 / l;
             let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
             let mut e = m / (l * (qk / l + 0.5).max(1.0));
-            if !matches!(v.strategy, Strategy::GroupPerRow | Strategy::Binned) {
+            if !matches!(
+                v.strategy,
+                Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow
+            ) {
                 e *= 0.6 + 0.4 / (m / 8.0).max(1.0);
             }
             // Binned kernels split rows longer than the layout's threshold.

@@ -156,7 +156,9 @@ pub fn heads_used(s: Strategy) -> [bool; 5] {
         Strategy::ThreadPerRow | Strategy::BlockPerRow | Strategy::Diagonal => {
             [true, false, false, true, true]
         }
-        Strategy::GroupPerRow | Strategy::Binned => [true, true, false, true, true],
+        Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow => {
+            [true, true, false, true, true]
+        }
         Strategy::NnzSplit => [true, false, true, false, true],
         Strategy::Tiled => [true, false, false, false, true],
     }

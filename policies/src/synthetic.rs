@@ -220,7 +220,9 @@ pub fn truth(v: &Variant, f: &Features, value: ValueType) -> f64 {
         }
         // The synthetic world covers the core (CSR) space only; layout
         // strategies never run in it.
-        Strategy::Diagonal | Strategy::Binned | Strategy::Tiled => (1e-9, f.max_row),
+        Strategy::Diagonal | Strategy::Binned | Strategy::Tiled | Strategy::Narrow => {
+            (1e-9, f.max_row)
+        }
     };
     let mut frac = w / ((w / eff.max(1e-9)).max(crit).max(1.0) + 2.0);
     // __ldg helps when x is gathered from scattered segments.

@@ -82,7 +82,7 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
             const int len = indptr[row + 1] - start;
             if (len <= threshold) {
                 ACC sum = row_dot<(unsigned)LANES, UNROLL>(indices + start, values + start, x,
-                                                            lane, (unsigned)len);
+                                                            lane, (unsigned)len, 0);
                 sum = group_reduce<LANES>(sum, group_mask<LANES>());
                 if (lane == 0) {
                     store_y(y, row, (T)sum);

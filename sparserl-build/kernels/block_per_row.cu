@@ -16,7 +16,7 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
         const int start = indptr[row];
         const unsigned len = (unsigned)(indptr[row + 1] - start);
         ACC sum = row_dot<(unsigned)BLOCK, UNROLL>(indices + start, values + start, x,
-                                                 threadIdx.x, len);
+                                                 threadIdx.x, len, 0);
         sum = group_reduce<32>(sum, SPARSERL_FULL_MASK);
         if (lane == 0) {
             warp_sums[warp] = sum;

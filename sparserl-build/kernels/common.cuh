@@ -88,12 +88,15 @@ __device__ __forceinline__ unsigned group_mask() {
 }
 
 // Partial dot product of one CSR row: the elements j, j + STRIDE, ... < len of
-// (ind, val), unrolled U times with U independent accumulators. The trip count
-// is computed up front in unsigned 32-bit arithmetic (len <= INT_MAX, so
-// nothing overflows) and the loop walks two pointers.
-template <unsigned STRIDE, int U>
-__device__ __forceinline__ ACC row_dot(const int* __restrict__ ind, const T* __restrict__ val,
-                                       const T* __restrict__ x, unsigned j, unsigned len) {
+// (ind, val), unrolled U times with U independent accumulators; element k
+// multiplies x[base + ind[k]] (base 0 for 32-bit column indices, the row for
+// the 16-bit offsets of narrow kernels). The trip count is computed up front
+// in unsigned 32-bit arithmetic (len <= INT_MAX, so nothing overflows) and
+// the loop walks two pointers.
+template <unsigned STRIDE, int U, typename I>
+__device__ __forceinline__ ACC row_dot(const I* __restrict__ ind, const T* __restrict__ val,
+                                       const T* __restrict__ x, unsigned j, unsigned len,
+                                       int base) {
     ACC acc[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -105,13 +108,13 @@ __device__ __forceinline__ ACC row_dot(const int* __restrict__ ind, const T* __r
     for (unsigned c = n / U; c != 0u; --c) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            acc[u] += (ACC)val[u * STRIDE] * (ACC)load_x(x, ind[u * STRIDE]);
+            acc[u] += (ACC)val[u * STRIDE] * (ACC)load_x(x, base + (int)ind[u * STRIDE]);
         }
         ind += U * STRIDE;
         val += U * STRIDE;
     }
     for (unsigned c = n % U; c != 0u; --c) {
-        acc[0] += (ACC)val[0] * (ACC)load_x(x, ind[0]);
+        acc[0] += (ACC)val[0] * (ACC)load_x(x, base + (int)ind[0]);
         ind += STRIDE;
         val += STRIDE;
     }

@@ -24,7 +24,7 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
         const int row = (int)r;
         const int start = indptr[row];
         const unsigned len = (unsigned)(indptr[row + 1] - start);
-        ACC sum = row_dot<(unsigned)LANES, UNROLL>(indices + start, values + start, x, lane, len);
+        ACC sum = row_dot<(unsigned)LANES, UNROLL>(indices + start, values + start, x, lane, len, 0);
         sum = group_reduce<LANES>(sum, mask);
         if (lane == 0) {
             store_y(y, row, (T)sum);

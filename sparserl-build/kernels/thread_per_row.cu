@@ -15,7 +15,7 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
         const int row = (int)r;
         const int start = indptr[row];
         const unsigned len = (unsigned)(indptr[row + 1] - start);
-        const ACC sum = row_dot<1u, UNROLL>(indices + start, values + start, x, 0u, len);
+        const ACC sum = row_dot<1u, UNROLL>(indices + start, values + start, x, 0u, len, 0);
         store_y(y, row, (T)sum);
     }
 }

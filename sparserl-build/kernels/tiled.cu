@@ -21,9 +21,22 @@
 // writes y and resets the accumulator and the counter, so y needs no zeroing
 // and every row of y is written exactly once. Launches on one matrix must not
 // overlap (the runtime launches on the stream the matrix was uploaded on).
+// With SPARSERL_STREAM_Y the matrix arrays are also loaded with streaming
+// (evict-first) loads.
 
 #define SPARSERL_TILE 1024
 #define SPARSERL_TILE_STEPS ((SPARSERL_TILE + BLOCK - 1) / BLOCK)
+
+// Loads of the matrix arrays: streaming (evict-first, each element is read
+// once per launch, which keeps x in the caches) when SPARSERL_STREAM_Y is 1.
+template <typename V>
+__device__ __forceinline__ V sparserl_load_matrix(const V* __restrict__ p) {
+#if SPARSERL_STREAM_Y
+    return __ldcs(p);
+#else
+    return *p;
+#endif
+}
 
 extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
@@ -56,7 +69,8 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
             for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
                 const int i = tid + j * BLOCK;
                 if (i < len) {
-                    s += (ACC)values[k0 + i] * (ACC)load_x(x, indices[k0 + i]);
+                    s += (ACC)sparserl_load_matrix(values + k0 + i) *
+                         (ACC)load_x(x, sparserl_load_matrix(indices + k0 + i));
                 }
             }
             s = group_reduce<32>(s, SPARSERL_FULL_MASK);
@@ -91,7 +105,8 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
             for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
                 const int i = tid + j * BLOCK;
                 if (i < len) {
-                    prod[i] = (ACC)values[k0 + i] * (ACC)load_x(x, indices[k0 + i]);
+                    prod[i] = (ACC)sparserl_load_matrix(values + k0 + i) *
+                         (ACC)load_x(x, sparserl_load_matrix(indices + k0 + i));
                 }
             }
             __syncthreads();

@@ -13,7 +13,8 @@
 //! launched with [`Variant::grid`]`(rows, nnz)` blocks of [`Variant::block`]
 //! threads (any grid is correct: the kernels use grid-stride loops). When
 //! [`Variant::needs_zeroed_y`] holds, `y` must be zeroed before the launch.
-//! Diagonal kernels read the diagonal layout through the same parameters;
+//! Diagonal kernels read the diagonal layout through the same parameters,
+//! narrow kernels take `indices` as `const short*` 16-bit offsets;
 //! binned and tiled kernels take two more (`meta`, `scratch`; see
 //! `sparserl_rt::launch`).
 //!
@@ -37,9 +38,10 @@ const NNZ_SPLIT: &str = include_str!("../kernels/nnz_split.cu");
 const DIAGONAL: &str = include_str!("../kernels/diagonal.cu");
 const BINNED: &str = include_str!("../kernels/binned.cu");
 const TILED: &str = include_str!("../kernels/tiled.cu");
+const NARROW: &str = include_str!("../kernels/narrow.cu");
 
 /// Every fragment, in a fixed order (name, text).
-const FRAGMENTS: [(&str, &str); 8] = [
+const FRAGMENTS: [(&str, &str); 9] = [
     ("common.cuh", COMMON),
     ("thread_per_row.cu", THREAD_PER_ROW),
     ("group_per_row.cu", GROUP_PER_ROW),
@@ -48,6 +50,7 @@ const FRAGMENTS: [(&str, &str); 8] = [
     ("diagonal.cu", DIAGONAL),
     ("binned.cu", BINNED),
     ("tiled.cu", TILED),
+    ("narrow.cu", NARROW),
 ];
 
 /// Errors of [`generate`].
@@ -115,6 +118,7 @@ fn strategy_fragment(s: Strategy) -> &'static str {
         Strategy::Diagonal => DIAGONAL,
         Strategy::Binned => BINNED,
         Strategy::Tiled => TILED,
+        Strategy::Narrow => NARROW,
     }
 }
 

@@ -28,6 +28,7 @@ fn variant_expr(v: &sparserl_rt::Variant) -> String {
         sparserl_rt::Strategy::Diagonal => "Diagonal",
         sparserl_rt::Strategy::Binned => "Binned",
         sparserl_rt::Strategy::Tiled => "Tiled",
+        sparserl_rt::Strategy::Narrow => "Narrow",
     };
     format!(
         "::sparserl_rt::Variant {{ strategy: ::sparserl_rt::Strategy::{strategy}, block: {}, lanes: {}, items: {}, unroll: {}, ldg_x: {}, stream_y: {}, min_blocks: {} }}",

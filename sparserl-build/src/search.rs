@@ -97,7 +97,8 @@ pub trait MeasureSource {
 /// the CSR strategies only): diagonal kernels with block 256 and unroll 1 or
 /// 8, and block 512 with unroll 4; binned kernels whose short-row lanes
 /// follow the policy's first row-mapped proposal (its lanes, half and double
-/// of them; thread-per-row counts as 2 lanes), block 256; tiled kernels with
+/// of them; thread-per-row counts as 2 lanes), block 256, and narrow-index
+/// kernels with the same lanes; tiled kernels with
 /// block 256 and 512; all with `__ldg` loads of `x`.
 pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
     let diagonal = [(256, 1), (256, 8), (512, 4)]
@@ -120,14 +121,16 @@ pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
         block,
         ..Variant::of(Strategy::Tiled)
     }));
-    for l in [lanes, lanes / 2, lanes * 2] {
-        let v = Variant {
-            block: 256,
-            lanes: l.clamp(2, 32),
-            ..Variant::of(Strategy::Binned)
-        };
-        if !out.contains(&v) {
-            out.push(v);
+    for s in [Strategy::Binned, Strategy::Narrow] {
+        for l in [lanes, lanes / 2, lanes * 2] {
+            let v = Variant {
+                block: 256,
+                lanes: l.clamp(2, 32),
+                ..Variant::of(s)
+            };
+            if !out.contains(&v) {
+                out.push(v);
+            }
         }
     }
     out
@@ -291,7 +294,7 @@ pub fn neighbors(v: &Variant) -> Vec<Variant> {
         push(Variant { block, ..*v });
     }
     match v.strategy {
-        Strategy::GroupPerRow | Strategy::Binned => {
+        Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow => {
             for lanes in [2, 4, 8, 16, 32] {
                 push(Variant { lanes, ..*v });
             }
@@ -599,6 +602,7 @@ mod tests {
             Strategy::Diagonal => 50.0,
             Strategy::Binned => 60.0,
             Strategy::Tiled => 70.0,
+            Strategy::Narrow => 80.0,
         };
         base + if v.stream_y { 30.0 } else { 0.0 } + v.block as f64 / 100.0
     }

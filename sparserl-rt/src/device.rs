@@ -242,8 +242,12 @@ fn upload_padded<T: DeviceRepr + ValidAsZeroBits + Copy>(
 /// kernels ([`DeviceCsr::binned`], see [`crate::binned`]), and every matrix
 /// gets the small tile layout of [`Strategy::Tiled`](crate::Strategy::Tiled)
 /// kernels ([`DeviceCsr::tiled`], see [`crate::tiled`]; 12 bytes per tile of
-/// up to 1024 nonzeros). All can be dropped with [`DeviceCsr::drop_layouts`]
-/// when no such kernel will run.
+/// up to 1024 nonzeros). A matrix whose nonzeros all lie within 32767 of the
+/// diagonal also gets the 16-bit column offsets of
+/// [`Strategy::Narrow`](crate::Strategy::Narrow) kernels
+/// ([`DeviceCsr::narrow`], see [`crate::narrow`]; 2 bytes per nonzero). All
+/// can be dropped with [`DeviceCsr::drop_layouts`] when no such kernel will
+/// run.
 pub struct DeviceCsr<T: Scalar> {
     rows: usize,
     cols: usize,
@@ -255,6 +259,7 @@ pub struct DeviceCsr<T: Scalar> {
     dia: Option<DeviceDia<T>>,
     binned: Option<DeviceBinned>,
     tiled: Option<DeviceTiled>,
+    narrow: Option<CudaSlice<i16>>,
     /// The stream of the upload ([`Gpu::stream`]): binned and tiled kernels write the
     /// matrix's scratch, so they may only run there.
     stream: Arc<CudaStream>,
@@ -422,10 +427,15 @@ impl<T: Scalar> DeviceCsr<T> {
             tiles: t.tiles(),
             split_rows: t.acc_row.len(),
         });
+        let narrow = match crate::narrow::offsets(csr) {
+            Some(off) => Some(gpu.stream.clone_htod(&off)?),
+            None => None,
+        };
         Ok(DeviceCsr {
             dia,
             binned,
             tiled,
+            narrow,
             stream: gpu.stream.clone(),
             rows: csr.rows(),
             cols: csr.cols(),
@@ -479,6 +489,11 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn binned(&self) -> Option<&DeviceBinned> {
         self.binned.as_ref()
     }
+    /// The 16-bit column offsets `col - row`, when every nonzero lies within
+    /// 32767 of the diagonal and they were not dropped.
+    pub fn narrow(&self) -> Option<&CudaSlice<i16>> {
+        self.narrow.as_ref()
+    }
     /// The tile layout, unless it was dropped.
     pub fn tiled(&self) -> Option<&DeviceTiled> {
         self.tiled.as_ref()
@@ -490,13 +505,15 @@ impl<T: Scalar> DeviceCsr<T> {
             crate::Strategy::Diagonal => self.dia.is_some(),
             crate::Strategy::Binned => self.binned.is_some(),
             crate::Strategy::Tiled => self.tiled.is_some(),
+            crate::Strategy::Narrow => self.narrow.is_some(),
             _ => true,
         }
     }
     /// Device memory of the arrays that a kernel of `strategy` reads, in bytes
     /// (the CSR arrays, the diagonal layout for diagonal kernels, CSR plus the
     /// binned metadata for binned kernels, CSR plus the tile metadata for
-    /// tiled kernels; `None` when that layout is not
+    /// tiled kernels, row pointers, values and 16-bit offsets for narrow
+    /// kernels; `None` when that layout is not
     /// available).
     pub fn layout_bytes(&self, strategy: crate::Strategy) -> Option<usize> {
         match strategy {
@@ -512,6 +529,10 @@ impl<T: Scalar> DeviceCsr<T> {
                 .tiled
                 .as_ref()
                 .map(|t| self.device_bytes() + t.meta.num_bytes() + t.scratch.num_bytes()),
+            crate::Strategy::Narrow => self
+                .narrow
+                .as_ref()
+                .map(|n| self.indptr.num_bytes() + self.values.num_bytes() + n.num_bytes()),
             _ => Some(self.device_bytes()),
         }
     }
@@ -524,6 +545,7 @@ impl<T: Scalar> DeviceCsr<T> {
         self.dia = None;
         self.binned = None;
         self.tiled = None;
+        self.narrow = None;
     }
 }
 

@@ -18,7 +18,9 @@
 //! layout's `const int* meta` and `double* scratch` ([`crate::binned`]), and
 //! run on [`binned_grid`] blocks. Tiled kernels ([`Strategy::Tiled`]) take
 //! the tile layout's `meta` and `scratch` the same way ([`crate::tiled`]) and
-//! run one block per tile.
+//! run one block per tile. Narrow-index kernels ([`Strategy::Narrow`]) keep
+//! the signature with `indices` of type `const short*`: the matrix's 16-bit
+//! column offsets `col - row` ([`crate::narrow`]).
 
 use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
 use crate::error::RtError;
@@ -269,6 +271,22 @@ pub fn launch_variant<T: Scalar>(
             .arg(&dia.values)
             .arg(x)
             .arg(y);
+    } else if variant.strategy == Strategy::Narrow {
+        let off = a.narrow().ok_or_else(|| RtError::LayoutUnavailable {
+            variant: variant.id(),
+            reason: "the matrix has no 16-bit column offsets (a nonzero lies farther than \
+                     32767 from the diagonal, or they were dropped)"
+                .into(),
+        })?;
+        builder
+            .arg(&rows)
+            .arg(&cols)
+            .arg(&nnz)
+            .arg(a.indptr())
+            .arg(off)
+            .arg(a.values())
+            .arg(x)
+            .arg(y);
     } else {
         builder
             .arg(&rows)
@@ -291,7 +309,9 @@ pub fn launch_variant<T: Scalar>(
     // `T` = `Scalar::TYPE`. CSR kernels: `indptr` has rows + 1 entries,
     // `indices`/`values` hold nnz entries with validated column indices < cols.
     // Diagonal kernels: `ndiag` <= 64 offsets and ndiag * rows values, and the
-    // kernel bounds every column by `cols`. Binned kernels additionally get
+    // kernel bounds every column by `cols`. Narrow kernels get `const short*`
+    // offsets (nnz entries) in place of `indices`, each `row + offset` a
+    // validated column of that row. Binned kernels additionally get
     // `meta` (consistent with this CSR, built from it at upload) and
     // `scratch` (n_long + 1 slots), which they write; tiled kernels likewise
     // get the tile `meta` and `scratch` (2 n_acc slots, at least one); the matrix was uploaded

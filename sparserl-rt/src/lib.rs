@@ -17,6 +17,7 @@ pub mod dia;
 pub mod features;
 pub mod kernel;
 pub mod mtx;
+pub mod narrow;
 pub mod synth;
 pub mod tiled;
 pub use features::Features;

@@ -83,11 +83,17 @@ pub enum Strategy {
     /// combined through a per-row accumulator (see [`crate::tiled`]). The
     /// small tile layout is built at upload for every matrix.
     Tiled,
+    /// CSR with 16-bit column offsets: as group-per-row (`lanes` lanes per
+    /// row), but each nonzero's column is read as the 16-bit offset
+    /// `col - row` (see [`crate::narrow`]), 2 index bytes instead of 4.
+    /// Available for matrices whose nonzeros all lie within 32767 of the
+    /// diagonal.
+    Narrow,
 }
 
 impl Strategy {
     /// Every strategy the generator knows.
-    pub const ALL: [Strategy; 7] = [
+    pub const ALL: [Strategy; 8] = [
         Strategy::ThreadPerRow,
         Strategy::GroupPerRow,
         Strategy::BlockPerRow,
@@ -95,6 +101,7 @@ impl Strategy {
         Strategy::Diagonal,
         Strategy::Binned,
         Strategy::Tiled,
+        Strategy::Narrow,
     ];
     /// The strategies that read plain CSR and so apply to every matrix
     /// (the learned policy's strategy vocabulary).
@@ -109,7 +116,7 @@ impl Strategy {
     pub const fn needs_layout(self) -> bool {
         matches!(
             self,
-            Strategy::Diagonal | Strategy::Binned | Strategy::Tiled
+            Strategy::Diagonal | Strategy::Binned | Strategy::Tiled | Strategy::Narrow
         )
     }
     /// Short stable name.
@@ -122,6 +129,7 @@ impl Strategy {
             Strategy::Diagonal => "diagonal",
             Strategy::Binned => "binned",
             Strategy::Tiled => "tiled",
+            Strategy::Narrow => "narrow",
         }
     }
 }
@@ -145,7 +153,8 @@ pub struct Variant {
     pub unroll: u32,
     /// Load `x` through the read-only data cache (`__ldg`).
     pub ldg_x: bool,
-    /// Store `y` with streaming (evict-first) stores.
+    /// Store `y` with streaming (evict-first) stores (tiled kernels also
+    /// load the matrix arrays with streaming loads).
     pub stream_y: bool,
     /// `__launch_bounds__` minimum blocks per SM (0 = no hint); caps registers.
     pub min_blocks: u32,
@@ -165,7 +174,9 @@ impl Variant {
             min_blocks: 0,
         };
         match strategy {
-            Strategy::GroupPerRow | Strategy::Binned => Variant { lanes: 8, ..v },
+            Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow => {
+                Variant { lanes: 8, ..v }
+            }
             Strategy::NnzSplit => Variant { items: 4, ..v },
             _ => v,
         }
@@ -182,7 +193,7 @@ impl Variant {
                 v.lanes = 1;
                 v.items = 1;
             }
-            Strategy::GroupPerRow | Strategy::Binned => v.items = 1,
+            Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow => v.items = 1,
             Strategy::NnzSplit => {
                 v.lanes = 1;
                 v.unroll = 1;
@@ -204,8 +215,10 @@ impl Variant {
                 self.block
             ));
         }
-        if matches!(self.strategy, Strategy::GroupPerRow | Strategy::Binned)
-            && (!self.lanes.is_power_of_two() || !(2..=32).contains(&self.lanes))
+        if matches!(
+            self.strategy,
+            Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow
+        ) && (!self.lanes.is_power_of_two() || !(2..=32).contains(&self.lanes))
         {
             return Err(format!(
                 "lanes {} is not a power of two in 2..=32",
@@ -241,7 +254,9 @@ impl Variant {
         let work_items: usize = match self.strategy {
             Strategy::ThreadPerRow | Strategy::Diagonal => rows,
             // Binned: the short-row part; the launch adds the long-row blocks.
-            Strategy::GroupPerRow | Strategy::Binned => rows * self.lanes as usize,
+            Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow => {
+                rows * self.lanes as usize
+            }
             Strategy::BlockPerRow => return rows.clamp(1, i32::MAX as usize) as u32,
             Strategy::NnzSplit => nnz.div_ceil(self.items as usize),
             // Tiled: one block per tile; the launch takes the layout's count.
@@ -258,7 +273,10 @@ impl Variant {
     pub fn id(&self) -> String {
         let v = self.canonical();
         let mut s = format!("{}.b{}", v.strategy.as_str(), v.block);
-        if matches!(v.strategy, Strategy::GroupPerRow | Strategy::Binned) {
+        if matches!(
+            v.strategy,
+            Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow
+        ) {
             s += &format!(".l{}", v.lanes);
         }
         if v.strategy == Strategy::NnzSplit {
@@ -281,9 +299,9 @@ impl Variant {
 
 /// The layout design space: variants of the strategies that need a layout
 /// other than CSR ([`Strategy::needs_layout`]): diagonal kernels (block size
-/// x unroll x `x` load path), binned kernels (lanes x block 128/256 x
-/// unroll 1/2, `__ldg` loads) and tiled kernels (block size x `x` load
-/// path). Diagonal and binned kernels apply only to matrices whose structure
+/// x unroll x `x` load path), binned and narrow-index kernels (lanes x
+/// block 128/256 x unroll 1/2, `__ldg` loads) and tiled kernels (block size
+/// x `x` load path x streaming loads). Diagonal and binned kernels apply only to matrices whose structure
 /// allows the layout, and every one needs more than the CSR arrays, so they
 /// are kept apart from [`core_space`] (every variant of which runs on the
 /// CSR arrays of any matrix).
@@ -291,11 +309,26 @@ pub fn layout_space() -> Vec<Variant> {
     let mut out = Vec::new();
     for ldg_x in [true, false] {
         for block in [128, 256, 512, 1024] {
-            out.push(Variant {
-                block,
-                ldg_x,
-                ..Variant::of(Strategy::Tiled)
-            });
+            for stream_y in [false, true] {
+                out.push(Variant {
+                    block,
+                    ldg_x,
+                    stream_y,
+                    ..Variant::of(Strategy::Tiled)
+                });
+            }
+        }
+    }
+    for block in [128, 256] {
+        for unroll in [1, 2] {
+            for lanes in [2, 4, 8, 16, 32] {
+                out.push(Variant {
+                    block,
+                    unroll,
+                    lanes,
+                    ..Variant::of(Strategy::Narrow)
+                });
+            }
         }
     }
     for block in [128, 256] {
@@ -411,7 +444,7 @@ mod tests {
         let full = full_space();
         let set: std::collections::HashSet<_> = full.iter().map(|v| v.id()).collect();
         assert_eq!(set.len(), full.len());
-        assert_eq!(full.len(), space.len() + 18 + 20 + 8);
+        assert_eq!(full.len(), space.len() + 18 + 20 + 16 + 20);
         for v in layout_space() {
             v.validate().unwrap();
             assert_eq!(v, v.canonical());
