@@ -14,8 +14,9 @@
 // loads of values and indices (every thread issues its gathers of x
 // back to back) into shared memory; phase 2 sums each row's products from
 // shared memory with g lanes per row, g = pow2_floor(BLOCK / rows) clamped to
-// 1..=32 (the layout bounds the longest row of a tile by 32 g for BLOCK 256),
-// and writes y once per row, empty rows included. A piece of a long row: the
+// 1..=32, except that rows of more than 32 g products are listed in shared
+// memory and summed by a whole warp each afterwards; y is written once per
+// row, empty rows included. A piece of a long row: the
 // block reduces its products and adds them to the row's accumulator with one
 // double atomicAdd; the piece that finishes last (a fenced per-row ticket)
 // writes y and resets the accumulator and the counter, so y needs no zeroing
@@ -25,6 +26,18 @@
 // (evict-first) loads.
 
 #define SPARSERL_TILE 1024
+
+// Register budget: 32 registers per thread, so that 2048 threads (full
+// occupancy: many tiles' gathers in flight per SM) fit the register file.
+// Bounded by the block size alone, ptxas picks 32 registers for these kernels
+// anyway but then spills in some; an explicit __maxnreg__(32) does not.
+// With a minimum-blocks hint the kernel takes __launch_bounds__ instead (the
+// two qualifiers exclude each other).
+#if MIN_BLOCKS > 0
+#define SPARSERL_TILED_BOUNDS __launch_bounds__(BLOCK, MIN_BLOCKS)
+#else
+#define SPARSERL_TILED_BOUNDS __maxnreg__(32)
+#endif
 #define SPARSERL_TILE_STEPS ((SPARSERL_TILE + BLOCK - 1) / BLOCK)
 
 // Loads of the matrix arrays: streaming (evict-first, each element is read
@@ -38,7 +51,7 @@ __device__ __forceinline__ V sparserl_load_matrix(const V* __restrict__ p) {
 #endif
 }
 
-extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
+extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
     const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
     const int* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x,
     T* __restrict__ y, const int* __restrict__ meta, double* __restrict__ scratch) {
@@ -47,6 +60,10 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     (void)nnz;
     __shared__ ACC prod[SPARSERL_TILE];
     __shared__ ACC warp_sums[BLOCK / 32];
+    // Rows of the current tile longer than 32 g (g >= 1, so longer than 32:
+    // at most SPARSERL_TILE / 33 of them).
+    __shared__ int long_rows[SPARSERL_TILE / 32];
+    __shared__ int n_long;
     const int n_tiles = meta[0];
     const int n_acc = meta[1];
     const int* __restrict__ tile_row = meta + 2;
@@ -54,7 +71,6 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     const int* __restrict__ tile_acc = tile_nnz + n_tiles + 1;
     const int* __restrict__ acc_row = tile_acc + n_tiles;
     const int* __restrict__ acc_pieces = acc_row + n_acc;
-    unsigned* counters = reinterpret_cast<unsigned*>(scratch + n_acc);
     const int tid = (int)threadIdx.x;
     const unsigned lane = threadIdx.x & 31u;
 
@@ -82,6 +98,7 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
                 ACC w = tid < BLOCK / 32 ? warp_sums[tid] : ACC(0);
                 w = group_reduce<32>(w, SPARSERL_FULL_MASK);
                 if (tid == 0) {
+                    unsigned* counters = reinterpret_cast<unsigned*>(scratch + meta[1]);
                     atomicAdd(scratch + acc, (double)w);
                     __threadfence();
                     const unsigned done = atomicAdd(counters + acc, 1u);
@@ -99,6 +116,9 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
             __syncthreads();  // warp_sums is reused by the next tile
         } else {
             // Whole rows: products to shared memory, then g lanes per row.
+            if (tid == 0) {
+                n_long = 0;
+            }
             const int r0 = tile_row[t];
             const int nr = tile_row[t + 1] - r0;
 #pragma unroll
@@ -114,21 +134,46 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
             const int g = per >= 32 ? 32 : (per <= 1 ? 1 : 1 << (31 - __clz(per)));
             const int groups = BLOCK / g;
             const int gl = tid & (g - 1);
+            const int lim = 32 * g;
             // Uniform trip count: every lane takes part in the shuffles.
             for (int base = 0; base < nr; base += groups) {
                 const int i = base + tid / g;
                 ACC s = ACC(0);
+                bool mine = false;
                 if (i < nr) {
                     const int a = indptr[r0 + i] - k0;
                     const int b = indptr[r0 + i + 1] - k0;
-                    for (int k = a + gl; k < b; k += g) {
-                        s += prod[k];
+                    if (b - a > lim) {
+                        // Longer than 32 products per lane: a whole warp sums it below.
+                        if (gl == 0) {
+                            long_rows[atomicAdd(&n_long, 1)] = i;
+                        }
+                    } else {
+                        mine = true;
+                        for (int k = a + gl; k < b; k += g) {
+                            s += prod[k];
+                        }
                     }
                 }
                 for (int off = g / 2; off > 0; off >>= 1) {
                     s += __shfl_down_sync(SPARSERL_FULL_MASK, s, off, g);
                 }
-                if (i < nr && gl == 0) {
+                if (mine && gl == 0) {
+                    store_y(y, r0 + i, (T)s);
+                }
+            }
+            __syncthreads();
+            const int nl = n_long;
+            for (int j = tid / 32; j < nl; j += BLOCK / 32) {
+                const int i = long_rows[j];
+                const int a = indptr[r0 + i] - k0;
+                const int b = indptr[r0 + i + 1] - k0;
+                ACC s = ACC(0);
+                for (int k = a + (int)lane; k < b; k += 32) {
+                    s += prod[k];
+                }
+                s = group_reduce<32>(s, SPARSERL_FULL_MASK);
+                if (lane == 0) {
                     store_y(y, r0 + i, (T)s);
                 }
             }

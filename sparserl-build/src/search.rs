@@ -98,8 +98,8 @@ pub trait MeasureSource {
 /// 8, and block 512 with unroll 4; binned kernels whose short-row lanes
 /// follow the policy's first row-mapped proposal (its lanes, half and double
 /// of them; thread-per-row counts as 2 lanes), block 256, and narrow-index
-/// kernels with the same lanes; tiled kernels with
-/// block 256 and 512; all with `__ldg` loads of `x`.
+/// kernels with the same lanes; tiled kernels with block 256, 128 and 512,
+/// and 256 with streaming loads; all with `__ldg` loads of `x`.
 pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
     let diagonal = [(256, 1), (256, 8), (512, 4)]
         .into_iter()
@@ -117,10 +117,13 @@ pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
         })
         .unwrap_or(8);
     let mut out: Vec<Variant> = diagonal.collect();
-    out.extend([256, 512].map(|block| Variant {
-        block,
-        ..Variant::of(Strategy::Tiled)
-    }));
+    out.extend(
+        [(256, false), (128, false), (512, false), (256, true)].map(|(block, stream_y)| Variant {
+            block,
+            stream_y,
+            ..Variant::of(Strategy::Tiled)
+        }),
+    );
     for s in [Strategy::Binned, Strategy::Narrow] {
         for l in [lanes, lanes / 2, lanes * 2] {
             let v = Variant {

@@ -52,11 +52,14 @@ mod tests {
         let a = synth::stencil(&[50, 50], 5).unwrap();
         let off = offsets(&a).unwrap();
         let indptr = a.indptr();
+        let mut k = 0;
         for r in 0..a.rows() {
-            for k in indptr[r] as usize..indptr[r + 1] as usize {
-                assert_eq!(r as i64 + off[k] as i64, a.indices()[k] as i64);
+            for &c in &a.indices()[indptr[r] as usize..indptr[r + 1] as usize] {
+                assert_eq!(r as i64 + off[k] as i64, c as i64);
+                k += 1;
             }
         }
+        assert_eq!(k, off.len());
     }
 
     #[test]

@@ -11,11 +11,10 @@
 //! piece to finish writes the row).
 //!
 //! Rows are added to a tile greedily while the tile stays within [`TILE`]
-//! nonzeros, [`TILE_ROWS`] rows, and its longest row within `32 * g` where
-//! `g` is the lanes per row a 256-thread block gives the tile
-//! (`clamp(pow2_floor(256 / rows), 1, 32)`): no lane sums more than about 32
-//! products of a row in the second phase, so one long row cannot stall a
-//! tile of short ones.
+//! nonzeros and [`TILE_ROWS`] rows. In the second phase a row gets
+//! `g = clamp(pow2_floor(block / rows), 1, 32)` lanes; a row with more than
+//! `32 g` products is summed by a whole warp instead, so one long row cannot
+//! stall a tile of short ones.
 //!
 //! Device form: one `i32` array `meta = [n_tiles, n_acc, tile_row[n_tiles + 1],
 //! tile_nnz[n_tiles + 1], tile_acc[n_tiles], acc_row[n_acc],
@@ -48,16 +47,6 @@ pub const TILE: usize = 1024;
 /// Most rows of one tile.
 pub const TILE_ROWS: usize = 1024;
 
-/// Lanes per row a 256-thread block gives a tile of `rows` rows.
-fn lanes_for(rows: usize) -> usize {
-    let per = 256 / rows.max(1);
-    if per == 0 {
-        1
-    } else {
-        (1usize << per.ilog2()).min(32)
-    }
-}
-
 /// The host form of the layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TiledLayout {
@@ -84,8 +73,8 @@ impl TiledLayout {
             acc_row: Vec::new(),
             acc_pieces: Vec::new(),
         };
-        // The open tile: first row, rows, nonzeros, longest row.
-        let mut open: Option<(usize, usize, usize, usize)> = None;
+        // The open tile: first row, rows, nonzeros.
+        let mut open: Option<(usize, usize, usize)> = None;
         // Validated CSR: rows and offsets fit in i32.
         let close = |l: &mut TiledLayout, first: usize| {
             l.tile_row.push(first as i32);
@@ -110,18 +99,14 @@ impl TiledLayout {
                 continue;
             }
             open = match open {
-                Some((first, rows, nnz, longest))
-                    if nnz + len <= TILE
-                        && rows < TILE_ROWS
-                        && longest.max(len) <= 32 * lanes_for(rows + 1) =>
-                {
-                    Some((first, rows + 1, nnz + len, longest.max(len)))
+                Some((first, rows, nnz)) if nnz + len <= TILE && rows < TILE_ROWS => {
+                    Some((first, rows + 1, nnz + len))
                 }
                 other => {
                     if let Some((first, ..)) = other {
                         close(&mut l, first);
                     }
-                    Some((r, 1, len, len))
+                    Some((r, 1, len))
                 }
             };
         }
@@ -185,11 +170,11 @@ mod tests {
                 assert!(r1 > r0 && r1 - r0 <= TILE_ROWS, "tile {t}");
                 assert_eq!(k0, indptr[r0] as usize);
                 assert_eq!(k1, indptr[r1] as usize);
-                let longest = (r0..r1)
-                    .map(|r| (indptr[r + 1] - indptr[r]) as usize)
-                    .max()
-                    .unwrap();
-                assert!(longest <= 32 * lanes_for(r1 - r0), "tile {t}");
+                // Greedy: the next row would not have fitted.
+                if t + 1 < n && l.tile_acc[t + 1] < 0 {
+                    let next = (indptr[r1 + 1] - indptr[r1]) as usize;
+                    assert!(k1 - k0 + next > TILE || r1 - r0 == TILE_ROWS, "tile {t}");
+                }
             }
         }
         assert_eq!(pieces, l.acc_pieces);
@@ -211,15 +196,5 @@ mod tests {
         let t = vec![(3u32, 1u32, 1.0), (3000, 2, 2.0)];
         check(&Csr::from_triplets(5000, 10, &t).unwrap());
         check(&Csr::from_triplets(7, 7, &[]).unwrap());
-    }
-
-    #[test]
-    fn lanes_shrink_with_rows() {
-        assert_eq!(lanes_for(1), 32);
-        assert_eq!(lanes_for(8), 32);
-        assert_eq!(lanes_for(9), 16);
-        assert_eq!(lanes_for(128), 2);
-        assert_eq!(lanes_for(129), 1);
-        assert_eq!(lanes_for(1024), 1);
     }
 }

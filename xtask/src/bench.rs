@@ -12,6 +12,9 @@
 //! - **oracle**: the best of our design space (exhaustive sweep of
 //!   `full_space()` (core and layout strategies) with few repetitions, finalists and ours re-measured);
 //!
+//! Ours and cuSPARSE's best algorithm are then timed a second time, right
+//! after each other, and each keeps the faster of its two medians (a
+//! transient slowdown in one measurement does not decide the ratio);
 //! plus per-call latency (back to back and CUDA-graph replay) for the real
 //! matrices, and the device copy bandwidth as the roofline. Writes
 //! `spmv-h200.json`, `spmv-h200.md`, `spmv-h200.svg` and the sweep as a
@@ -732,10 +735,12 @@ pub fn render_markdown(r: &Report) -> String {
         out,
         "\nGB/s = compulsory bytes of CSR (values, indices, row pointers, x, y once) / median \
          time, for every kernel whatever layout it reads, so GB/s compare times. A kernel that \
-         reads a smaller layout (diagonal: no indices, no row pointers) can exceed the copy \
-         bandwidth in these units; `memory vs CSR` is the device bytes of the layout our kernel \
-         reads over those of CSR. Speedup = ours / best cuSPARSE algorithm. Every kernel was \
-         checked against a float64 reference before timing; `FAIL` marks a failed check.\n"
+         reads a smaller layout (diagonal: no indices, no row pointers; narrow: 16-bit column \
+         offsets) can exceed the copy bandwidth in these units; `memory vs CSR` is the device \
+         bytes of the layout our kernel reads over those of CSR. Speedup = ours / best cuSPARSE \
+         algorithm; ours and that algorithm are timed twice, one right after the other, and \
+         each keeps its faster median. Every kernel was checked against a float64 reference \
+         before timing; `FAIL` marks a failed check.\n"
     );
     out.push_str(&render_summary_md(r));
     for suite in ["large", "real", "corpus"] {
@@ -1202,6 +1207,14 @@ fn random_x<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
 }
 
 /// Benchmarks one matrix for value type `T`.
+/// Raises the row's oracle to `gbs` (measured for `v`) when that is faster.
+fn consider_late(row: &mut Row, gbs: f64, v: Variant) {
+    if row.oracle_gbs.is_none_or(|o| gbs > o) {
+        row.oracle_gbs = Some(gbs);
+        row.oracle_variant = Some(v.id());
+    }
+}
+
 fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
     let t0 = Instant::now();
     let csr = job.csr;
@@ -1307,10 +1320,13 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
     // cuSPARSE, on the same device matrix.
     // As many rotated x/y copies as `Bench` uses for this matrix.
     let copies = bench.copies();
+    let mut second_alg = None;
+    let mut cs_kept = None;
     match CusparseSpmv::new(gpu, bench.device_csr(), &x, copies) {
         Err(e) => row.cusparse_error = Some(format!("cuSPARSE setup failed: {e:#}")),
         Ok(mut cs) => {
             let best = run_cusparse(ctx, &mut cs, csr, &reference, &mut row)?;
+            second_alg = best;
             if real && let Some(alg) = best {
                 row.cusparse_latency_us =
                     time_back_to_back::<anyhow::Error>(gpu, &mut || cs.launch_next(alg), 200).ok();
@@ -1324,8 +1340,38 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
                     }
                 }
             }
+            cs_kept = Some(cs);
         }
     }
+
+    // Second round, side by side: ours and cuSPARSE's best algorithm timed
+    // again right after each other; each side keeps the faster of its two
+    // medians, so a transient slowdown during one measurement does not
+    // decide the ratio.
+    if let Some(w) = winner
+        && row.ours_gbs.is_some()
+        && let Some(alg) = second_alg
+        && let Some(cs) = cs_kept.as_mut()
+    {
+        let m = measure_ours(ctx, &bench, &w)?;
+        if m.correct && row.ours_gbs.is_some_and(|g| m.gbs > g) {
+            row.ours_gbs = Some(m.gbs);
+            consider_late(&mut row, m.gbs, w);
+        }
+        let times =
+            time_launches::<anyhow::Error>(gpu, &mut || cs.launch_next(alg), 5, ctx.reps, 2.0)?;
+        if let Some(med) = median(&times) {
+            let g = csr.compulsory_bytes(value.size()) as f64 / (med * 1e3);
+            if row.cusparse_gbs.is_some_and(|c| g > c) {
+                row.cusparse_gbs = Some(g);
+                if let Some(a) = row.cusparse_algs.iter_mut().find(|a| a.alg == alg.name()) {
+                    a.gbs = Some(g);
+                    a.median_us = Some(med);
+                }
+            }
+        }
+    }
+    drop(cs_kept);
 
     // Our per-call latency.
     if real
