@@ -771,6 +771,38 @@ mod tests {
     }
 
     #[test]
+    fn layout_proposals_cover_every_layout_strategy() {
+        let policy = [Variant {
+            lanes: 4,
+            ..Variant::of(Strategy::GroupPerRow)
+        }];
+        let out = layout_proposals(&policy);
+        for s in Strategy::ALL.iter().filter(|s| s.needs_layout()) {
+            assert!(out.iter().any(|v| v.strategy == *s), "{s:?} not proposed");
+        }
+        for v in &out {
+            assert_eq!(*v, v.canonical());
+            v.validate().unwrap();
+        }
+        let unique: std::collections::HashSet<_> = out.iter().collect();
+        assert_eq!(unique.len(), out.len());
+        // Lane-mapped layout kernels follow the policy's lanes: 4, 2 and 8.
+        for s in [Strategy::Binned, Strategy::Narrow] {
+            let mut lanes: Vec<u32> = out
+                .iter()
+                .filter(|v| v.strategy == s)
+                .map(|v| v.lanes)
+                .collect();
+            lanes.sort_unstable();
+            assert_eq!(lanes, vec![2, 4, 8], "{s:?}");
+        }
+        assert!(
+            out.iter()
+                .any(|v| v.strategy == Strategy::Tiled && v.stream_y)
+        );
+    }
+
+    #[test]
     fn a_noisy_tie_does_not_flip_the_incumbent() {
         // Two finalists whose true speeds are equal, measured with 5% noise:
         // the first-ranked incumbent stays.
