@@ -212,6 +212,16 @@ pub fn launch_variant<T: Scalar>(
     if variant.needs_zeroed_y() {
         stream.memset_zeros(y)?;
     }
+    if matches!(variant.strategy, Strategy::Binned | Strategy::Tiled) && !a.same_stream(gpu) {
+        return Err(RtError::LayoutUnavailable {
+            variant: variant.id(),
+            reason: format!(
+                "{} kernels write the matrix's scratch and must run on the stream (Gpu) the \
+                 matrix was uploaded with",
+                variant.strategy.as_str()
+            ),
+        });
+    }
     let grid = if variant.strategy == Strategy::Binned {
         let b = a.binned().ok_or_else(|| RtError::LayoutUnavailable {
             variant: variant.id(),
@@ -219,28 +229,12 @@ pub fn launch_variant<T: Scalar>(
                      threshold, or it was dropped)"
                 .into(),
         })?;
-        if !a.same_stream(gpu) {
-            return Err(RtError::LayoutUnavailable {
-                variant: variant.id(),
-                reason: "binned kernels write the matrix's scratch and must run on the stream \
-                         (Gpu) the matrix was uploaded with"
-                    .into(),
-            });
-        }
         binned_grid(variant, a.rows(), b.chunks)
     } else if variant.strategy == Strategy::Tiled {
         let t = a.tiled().ok_or_else(|| RtError::LayoutUnavailable {
             variant: variant.id(),
             reason: "the matrix's tile layout was dropped".into(),
         })?;
-        if !a.same_stream(gpu) {
-            return Err(RtError::LayoutUnavailable {
-                variant: variant.id(),
-                reason: "tiled kernels write the matrix's scratch and must run on the stream \
-                         (Gpu) the matrix was uploaded with"
-                    .into(),
-            });
-        }
         t.tiles.clamp(1, i32::MAX as usize) as u32
     } else {
         variant.grid(a.rows(), a.nnz())

@@ -301,10 +301,10 @@ impl Variant {
 /// other than CSR ([`Strategy::needs_layout`]): diagonal kernels (block size
 /// x unroll x `x` load path), binned and narrow-index kernels (lanes x
 /// block 128/256 x unroll 1/2, `__ldg` loads) and tiled kernels (block size
-/// x `x` load path x streaming loads). Diagonal and binned kernels apply only to matrices whose structure
-/// allows the layout, and every one needs more than the CSR arrays, so they
-/// are kept apart from [`core_space`] (every variant of which runs on the
-/// CSR arrays of any matrix).
+/// x `x` load path x streaming loads). Diagonal, binned and narrow kernels
+/// apply only to matrices whose structure allows their layout, and every one
+/// needs more than the CSR arrays, so they are kept apart from [`core_space`]
+/// (every variant of which runs on the CSR arrays of any matrix).
 pub fn layout_space() -> Vec<Variant> {
     let mut out = Vec::new();
     for ldg_x in [true, false] {
@@ -319,27 +319,17 @@ pub fn layout_space() -> Vec<Variant> {
             }
         }
     }
-    for block in [128, 256] {
-        for unroll in [1, 2] {
-            for lanes in [2, 4, 8, 16, 32] {
-                out.push(Variant {
-                    block,
-                    unroll,
-                    lanes,
-                    ..Variant::of(Strategy::Narrow)
-                });
-            }
-        }
-    }
-    for block in [128, 256] {
-        for unroll in [1, 2] {
-            for lanes in [2, 4, 8, 16, 32] {
-                out.push(Variant {
-                    block,
-                    unroll,
-                    lanes,
-                    ..Variant::of(Strategy::Binned)
-                });
+    for strategy in [Strategy::Narrow, Strategy::Binned] {
+        for block in [128, 256] {
+            for unroll in [1, 2] {
+                for lanes in [2, 4, 8, 16, 32] {
+                    out.push(Variant {
+                        block,
+                        unroll,
+                        lanes,
+                        ..Variant::of(strategy)
+                    });
+                }
             }
         }
     }
