@@ -245,9 +245,9 @@ fn upload_padded<T: DeviceRepr + ValidAsZeroBits + Copy>(
 /// up to 1024 nonzeros). A matrix whose nonzeros all lie within 32767 of the
 /// diagonal also gets the 16-bit column offsets of
 /// [`Strategy::Narrow`](crate::Strategy::Narrow) kernels
-/// ([`DeviceCsr::narrow`], see [`crate::narrow`]; 2 bytes per nonzero). All
-/// can be dropped with [`DeviceCsr::drop_layouts`] when no such kernel will
-/// run.
+/// ([`DeviceCsr::narrow`], see [`crate::narrow`]; 2 bytes per nonzero).
+/// [`DeviceCsr::upload_with`] builds only chosen layouts, and
+/// [`DeviceCsr::drop_layouts`] frees them when no such kernel will run.
 pub struct DeviceCsr<T: Scalar> {
     rows: usize,
     cols: usize,
@@ -345,9 +345,70 @@ impl<T: Scalar> fmt::Debug for DeviceDia<T> {
     }
 }
 
+/// Which of the optional layouts an upload builds (the CSR arrays are always
+/// uploaded). A layout the matrix does not qualify for is never built.
+///
+/// ```
+/// use sparserl_rt::{Layouts, Strategy, Variant};
+/// // Only what a tiled kernel reads, plus nothing else:
+/// let l = Layouts::for_variants(&[Variant::of(Strategy::Tiled)]);
+/// assert!(l.tiled && !l.diagonal && !l.binned && !l.narrow);
+/// // CSR kernels need no layout at all.
+/// assert_eq!(Layouts::for_variants(&[Variant::FALLBACK]), Layouts::NONE);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Layouts {
+    /// The diagonal layout of [`Strategy::Diagonal`](crate::Strategy::Diagonal) kernels.
+    pub diagonal: bool,
+    /// The row-binned index of [`Strategy::Binned`](crate::Strategy::Binned) kernels.
+    pub binned: bool,
+    /// The tile index of [`Strategy::Tiled`](crate::Strategy::Tiled) kernels.
+    pub tiled: bool,
+    /// The 16-bit column offsets of [`Strategy::Narrow`](crate::Strategy::Narrow) kernels.
+    pub narrow: bool,
+}
+
+impl Layouts {
+    /// Every layout the matrix qualifies for (what [`DeviceCsr::upload`] builds).
+    pub const ALL: Layouts = Layouts {
+        diagonal: true,
+        binned: true,
+        tiled: true,
+        narrow: true,
+    };
+    /// CSR only.
+    pub const NONE: Layouts = Layouts {
+        diagonal: false,
+        binned: false,
+        tiled: false,
+        narrow: false,
+    };
+
+    /// The layouts that kernels of these variants read.
+    pub fn for_variants(variants: &[crate::Variant]) -> Layouts {
+        use crate::Strategy;
+        let has = |s: Strategy| variants.iter().any(|v| v.strategy == s);
+        Layouts {
+            diagonal: has(Strategy::Diagonal),
+            binned: has(Strategy::Binned),
+            tiled: has(Strategy::Tiled),
+            narrow: has(Strategy::Narrow),
+        }
+    }
+}
+
 impl<T: Scalar> DeviceCsr<T> {
-    /// Uploads a host matrix, converting its values to `T`.
+    /// Uploads a host matrix, converting its values to `T`, with every layout
+    /// the matrix qualifies for ([`Layouts::ALL`]).
     pub fn upload(gpu: &Gpu, csr: &Csr) -> Result<Self, RtError> {
+        Self::upload_with(gpu, csr, Layouts::ALL)
+    }
+
+    /// Uploads a host matrix, converting its values to `T`, building only the
+    /// chosen optional layouts (the device memory of the others is never
+    /// allocated). [`SpmvKernel::upload`](crate::SpmvKernel::upload) picks
+    /// those its tuned variant reads.
+    pub fn upload_with(gpu: &Gpu, csr: &Csr, layouts: Layouts) -> Result<Self, RtError> {
         if csr.rows() == 0 || csr.cols() == 0 {
             return Err(RtError::EmptyMatrix {
                 rows: csr.rows(),
@@ -355,7 +416,7 @@ impl<T: Scalar> DeviceCsr<T> {
             });
         }
         let values: Vec<T> = csr.values().iter().map(|&v| T::from_f64(v)).collect();
-        Self::upload_parts(gpu, csr, &values)
+        Self::upload_parts(gpu, csr, &values, layouts)
     }
 
     /// Uploads a sprs matrix (CSR or CSC; converted, sorted and validated on the host).
@@ -387,16 +448,16 @@ impl<T: Scalar> DeviceCsr<T> {
             indices.to_vec(),
             values.iter().map(|v| v.to_f64()).collect(),
         )?;
-        Self::upload_parts(gpu, &csr, values)
+        Self::upload_parts(gpu, &csr, values, Layouts::ALL)
     }
 
     /// Uploads the structure of `csr` with `values` (already of type `T`).
-    fn upload_parts(gpu: &Gpu, csr: &Csr, values: &[T]) -> Result<Self, RtError> {
+    fn upload_parts(gpu: &Gpu, csr: &Csr, values: &[T], layouts: Layouts) -> Result<Self, RtError> {
         let features = Features::compute(csr);
         // Validated: every offset and index is below i32::MAX.
         let indptr: Vec<i32> = csr.indptr().iter().map(|&p| p as i32).collect();
         let indices: Vec<i32> = csr.indices().iter().map(|&c| c as i32).collect();
-        let dia = match crate::dia::diagonal_offsets(csr) {
+        let dia = match crate::dia::diagonal_offsets(csr).filter(|_| layouts.diagonal) {
             Some(offsets) => {
                 let dvals = crate::dia::diagonal_values(csr, &offsets, values);
                 Some(DeviceDia {
@@ -408,7 +469,7 @@ impl<T: Scalar> DeviceCsr<T> {
             }
             None => None,
         };
-        let binned = match crate::binned::BinnedLayout::build(csr) {
+        let binned = match crate::binned::BinnedLayout::build(csr).filter(|_| layouts.binned) {
             Some(l) => Some(DeviceBinned {
                 meta: gpu.stream.clone_htod(&l.meta())?,
                 scratch: gpu.stream.alloc_zeros::<f64>(l.long_rows.len() + 1)?,
@@ -418,16 +479,24 @@ impl<T: Scalar> DeviceCsr<T> {
             }),
             None => None,
         };
-        let t = crate::tiled::TiledLayout::build(csr);
-        let tiled = Some(DeviceTiled {
-            meta: gpu.stream.clone_htod(&t.meta())?,
-            scratch: gpu
-                .stream
-                .alloc_zeros::<f64>((2 * t.acc_row.len()).max(1))?,
-            tiles: t.tiles(),
-            split_rows: t.acc_row.len(),
-        });
-        let narrow = match crate::narrow::offsets(csr) {
+        let tiled = if layouts.tiled {
+            let t = crate::tiled::TiledLayout::build(csr);
+            Some(DeviceTiled {
+                meta: gpu.stream.clone_htod(&t.meta())?,
+                scratch: gpu
+                    .stream
+                    .alloc_zeros::<f64>((2 * t.acc_row.len()).max(1))?,
+                tiles: t.tiles(),
+                split_rows: t.acc_row.len(),
+            })
+        } else {
+            None
+        };
+        let narrow = match layouts
+            .narrow
+            .then(|| crate::narrow::offsets(csr))
+            .flatten()
+        {
             Some(off) => Some(gpu.stream.clone_htod(&off)?),
             None => None,
         };

@@ -22,7 +22,8 @@
 //! the signature with `indices` of type `const short*`: the matrix's 16-bit
 //! column offsets `col - row` ([`crate::narrow`]).
 
-use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
+use crate::csr::Csr;
+use crate::device::{DeviceCsr, DeviceVec, Gpu, Layouts, Scalar};
 use crate::error::RtError;
 use crate::features::Features;
 use crate::kernel::KernelSpec;
@@ -366,6 +367,14 @@ pub trait SpmvKernel {
         y: &mut DeviceVec<Self::Value>,
     ) -> Result<(), RtError> {
         spmv_with_spec(self.spec(), gpu, a, x, y)
+    }
+
+    /// Uploads `a` for this kernel: the CSR arrays plus only the layout its
+    /// tuned variant reads ([`Layouts::for_variants`]), so a matrix does not
+    /// hold, say, a diagonal copy of its values that no kernel will read.
+    /// [`DeviceCsr::upload`] builds every layout instead.
+    fn upload(&self, gpu: &Gpu, a: &Csr) -> Result<DeviceCsr<Self::Value>, RtError> {
+        DeviceCsr::upload_with(gpu, a, Layouts::for_variants(&[self.spec().variant]))
     }
 }
 

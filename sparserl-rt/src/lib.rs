@@ -28,7 +28,7 @@ pub mod launch;
 pub mod measure;
 pub mod nvrtc;
 pub use device::{
-    DeviceBinned, DeviceCsr, DeviceDia, DeviceTiled, DeviceVec, Gpu, Scalar, validate_raw,
+    DeviceBinned, DeviceCsr, DeviceDia, DeviceTiled, DeviceVec, Gpu, Layouts, Scalar, validate_raw,
 };
 pub use error::RtError;
 pub use launch::{Dispatch, SpmvKernel, dispatch, launch_variant};
