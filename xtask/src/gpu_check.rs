@@ -8,7 +8,7 @@
 //! compares with the float64 CPU reference ([`Bench::check`]); a variant
 //! passes on a matrix when every check is finite and within
 //! [`tolerance`]. Then `compute-sanitizer` (memcheck and racecheck) runs one
-//! launch of each variant on four small edge cases, by re-invoking this
+//! launch of each variant on five small edge cases, by re-invoking this
 //! executable with the hidden `--sanitizer-pass` flag.
 //!
 //! Writes `gpu-check.json` and `gpu-check.md` into `--out` and exits non-zero
@@ -362,6 +362,23 @@ fn long_row_matrix(
     )
 }
 
+/// Short rows (1-2 nonzeros) with a row of 40-239 nonzeros every 50 rows and
+/// a run of `rows / 3` empty rows in the middle: tiled kernels meet tiles of
+/// many short rows holding a row that a whole warp sums, and tiles cut at
+/// the 1024-row cap.
+fn tile_mix_matrix(rows: usize, cols: usize, seed: u64) -> Result<Csr> {
+    let (gap0, gap1) = (rows / 3, 2 * rows / 3);
+    build_rows(rows, cols, seed, |r, rng| {
+        if (gap0..gap1).contains(&r) {
+            0
+        } else if r % 50 == 7 {
+            (40 + r % 200).min(cols)
+        } else {
+            rng.random_range(1..=2)
+        }
+    })
+}
+
 /// A rectangular matrix on the diagonals -37, -1, 0, 2 and 64 (zero-free
 /// where they fit): qualifies for the diagonal layout, whose padding then
 /// reaches past both the first and the last column.
@@ -432,10 +449,14 @@ fn edge_cases() -> Result<Vec<TestMatrix>> {
             "edge-diagonals-rect-3000x2500",
             diagonal_matrix(3000, 2500)?,
         ),
+        TestMatrix::edge(
+            "edge-tile-mix-40000",
+            tile_mix_matrix(40_000, 30_000, SEED + 8)?,
+        ),
     ])
 }
 
-/// The four small edge cases launched under compute-sanitizer.
+/// The five small edge cases launched under compute-sanitizer.
 fn sanitizer_matrices() -> Result<Vec<TestMatrix>> {
     Ok(vec![
         TestMatrix::edge(
@@ -452,6 +473,7 @@ fn sanitizer_matrices() -> Result<Vec<TestMatrix>> {
                 .context("generating the 300 x 70 sanitizer case")?,
         ),
         TestMatrix::edge("san-diagonals-rect-200x150", diagonal_matrix(200, 150)?),
+        TestMatrix::edge("san-tile-mix-4000", tile_mix_matrix(4000, 3000, SEED + 13)?),
     ])
 }
 
@@ -1321,8 +1343,8 @@ fn markdown(s: &Summary) -> String {
     let _ = writeln!(md, "\n## compute-sanitizer\n");
     let _ = writeln!(
         md,
-        "One launch of every variant (f32 and f64) on four small edge cases \
-         (empty rows, a long row, rectangular).\n"
+        "One launch of every variant (f32 and f64) on five small edge cases \
+         (empty rows, a long row, rectangular, diagonals, a mix of tile shapes).\n"
     );
     let _ = writeln!(md, "| tool | status | errors | exit code | seconds | log |");
     let _ = writeln!(md, "|---|---|---:|---:|---:|---|");
@@ -1655,7 +1677,7 @@ mod tests {
     #[test]
     fn sanitizer_matrices_are_small() {
         let m = sanitizer_matrices().unwrap();
-        assert_eq!(m.len(), 4);
+        assert_eq!(m.len(), 5);
         assert!(m.iter().all(|m| m.csr.nnz() < 20_000));
         // The layout strategies run under the sanitizers too.
         assert!(
@@ -1666,6 +1688,34 @@ mod tests {
             m.iter()
                 .any(|m| sparserl_rt::binned::BinnedLayout::build(&m.csr).is_some())
         );
+    }
+
+    #[test]
+    fn tile_mix_cases_reach_the_warp_path_and_the_row_cap() {
+        use sparserl_rt::tiled::{TILE_ROWS, TiledLayout};
+        for m in [
+            tile_mix_matrix(4000, 3000, 1).unwrap(),
+            tile_mix_matrix(40_000, 30_000, 2).unwrap(),
+        ] {
+            let l = TiledLayout::build(&m);
+            let indptr = m.indptr();
+            let mut capped = false;
+            let mut warp_row = false;
+            for t in 0..l.tiles() {
+                let (r0, r1) = (l.tile_row[t] as usize, l.tile_row[t + 1] as usize);
+                if l.tile_acc[t] >= 0 || r1 <= r0 {
+                    continue;
+                }
+                capped |= r1 - r0 == TILE_ROWS;
+                // Lanes per row of a 256-thread block (the smallest g any
+                // block size >= 256 gives this tile).
+                let g = (256 / (r1 - r0)).clamp(1, 32);
+                let g = 1usize << g.ilog2();
+                warp_row |= (r0..r1).any(|r| (indptr[r + 1] - indptr[r]) as usize > 32 * g);
+            }
+            assert!(capped, "no tile at the row cap");
+            assert!(warp_row, "no row summed by a whole warp");
+        }
     }
 
     #[test]
