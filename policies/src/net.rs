@@ -9,13 +9,14 @@
 //! - input: 18 normalised features (transform, then z-score) + value-type
 //!   one-hot (f32, f64) = 20 numbers;
 //! - trunk: `20 -> H -> H`, tanh;
-//! - strategy head: `H -> 4`;
+//! - strategy head: `H -> 5` (thread-per-row, group-per-row, block-per-row,
+//!   nnz-split, tiled);
 //! - conditioned heads, input `trunk ++ one_hot(strategy)`: block (3),
 //!   lanes (5, group-per-row only), items (5, nnz-split only), unroll (3,
-//!   not nnz-split; block-per-row only 1 and 4), ldg_x (2);
+//!   not nnz-split or tiled; block-per-row only 1 and 4), ldg_x (2);
 //! - value head `H -> 1` (the REINFORCE baseline; unused at inference);
-//! - cost head, a separate MLP on `input ++ variant encoding` (20 + 22):
-//!   `42 -> C -> C -> 1`, tanh, predicting `(ln GB/s - cost_mean) / cost_std`.
+//! - cost head, a separate MLP on `input ++ variant encoding` (20 + 23):
+//!   `43 -> C -> C -> 1`, tanh, predicting `(ln GB/s - cost_mean) / cost_std`.
 
 use serde::{Deserialize, Serialize};
 use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
@@ -24,10 +25,35 @@ use std::path::Path;
 
 use crate::{Policy, Proposal};
 
-/// Format tag of policy files this code reads.
-pub const FORMAT: &str = "sparserl-policy/1";
-/// Strategy vocabulary (head order).
-pub const STRATEGIES: [Strategy; 4] = Strategy::CSR;
+/// Format tag of policy files this code reads (2: the tiled strategy joined
+/// the vocabulary).
+pub const FORMAT: &str = "sparserl-policy/2";
+/// Strategy vocabulary (head order): the CSR strategies plus tiled, whose
+/// small tile index every upload builds, so every choice runs on any matrix.
+pub const STRATEGIES: [Strategy; 5] = [
+    Strategy::ThreadPerRow,
+    Strategy::GroupPerRow,
+    Strategy::BlockPerRow,
+    Strategy::NnzSplit,
+    Strategy::Tiled,
+];
+/// Number of strategies (width of the strategy head and of its one-hot).
+pub const NS: usize = STRATEGIES.len();
+/// The variants the policy can name: [`core_space`] plus tiled kernels of
+/// every block size of the vocabulary, with and without `__ldg` (156).
+pub fn policy_space() -> Vec<Variant> {
+    let mut out = core_space();
+    for ldg_x in LDG {
+        for block in BLOCKS {
+            out.push(Variant {
+                block,
+                ldg_x,
+                ..Variant::of(Strategy::Tiled)
+            });
+        }
+    }
+    out
+}
 /// Block sizes (head order).
 pub const BLOCKS: [u32; 3] = [128, 256, 512];
 /// Lanes per row for group-per-row (head order).
@@ -43,7 +69,7 @@ pub const VALUE_TYPES: [ValueType; 2] = ValueType::ALL;
 /// Number of network inputs: features + value one-hot.
 pub const INPUTS: usize = 18 + 2;
 /// Length of [`encode_variant`].
-pub const VARIANT_ENCODING: usize = 4 + 3 + 5 + 5 + 3 + 2;
+pub const VARIANT_ENCODING: usize = NS + 3 + 5 + 5 + 3 + 2;
 /// Logit added to masked actions (exp underflows to exactly 0).
 pub const MASKED: f32 = -1e9;
 
@@ -120,7 +146,7 @@ pub fn actions_of(v: &Variant) -> Option<[usize; 6]> {
         _ => 0,
     };
     let u = match v.strategy {
-        Strategy::NnzSplit => 0,
+        Strategy::NnzSplit | Strategy::Tiled => 0,
         Strategy::BlockPerRow if v.unroll == 2 => return None,
         _ => UNROLLS.iter().position(|&x| x == v.unroll)?,
     };
@@ -145,6 +171,7 @@ pub fn variant_of(a: [usize; 6]) -> Variant {
             v.unroll = UNROLLS[a[4]];
         }
         Strategy::NnzSplit => v.items = ITEMS[a[3]],
+        Strategy::Tiled => {}
         _ => v.unroll = UNROLLS[a[4]],
     }
     v.canonical()
@@ -174,7 +201,7 @@ pub fn unroll_mask(s: Strategy) -> [f32; 3] {
     }
 }
 
-/// Variant encoding for the cost head: one-hots of strategy (4), block (3),
+/// Variant encoding for the cost head: one-hots of strategy ([`NS`]), block (3),
 /// lanes (5), items (5), unroll (3), ldg (2). Parameters a strategy does not
 /// use, or values outside the vocabulary, leave their group all zero.
 pub fn encode_variant(v: &Variant) -> [f32; VARIANT_ENCODING] {
@@ -186,16 +213,16 @@ pub fn encode_variant(v: &Variant) -> [f32; VARIANT_ENCODING] {
         }
     };
     set(0, STRATEGIES.iter().position(|&x| x == v.strategy));
-    set(4, BLOCKS.iter().position(|&x| x == v.block));
+    set(NS, BLOCKS.iter().position(|&x| x == v.block));
     if v.strategy == Strategy::GroupPerRow {
-        set(7, LANES.iter().position(|&x| x == v.lanes));
+        set(NS + 3, LANES.iter().position(|&x| x == v.lanes));
     }
     if v.strategy == Strategy::NnzSplit {
-        set(12, ITEMS.iter().position(|&x| x == v.items));
-    } else {
-        set(17, UNROLLS.iter().position(|&x| x == v.unroll));
+        set(NS + 8, ITEMS.iter().position(|&x| x == v.items));
+    } else if v.strategy != Strategy::Tiled {
+        set(NS + 13, UNROLLS.iter().position(|&x| x == v.unroll));
     }
-    set(20, LDG.iter().position(|&x| x == v.ldg_x));
+    set(NS + 16, LDG.iter().position(|&x| x == v.ldg_x));
     e
 }
 
@@ -452,12 +479,12 @@ impl LearnedPolicy {
         let want: [(usize, usize); 12] = [
             (INPUTS, h),
             (h, h),
-            (h, 4),
-            (h + 4, 3),
-            (h + 4, 5),
-            (h + 4, 5),
-            (h + 4, 3),
-            (h + 4, 2),
+            (h, NS),
+            (h + NS, 3),
+            (h + NS, 5),
+            (h + NS, 5),
+            (h + NS, 3),
+            (h + NS, 2),
             (h, 1),
             (INPUTS + VARIANT_ENCODING, c),
             (c, c),
@@ -526,7 +553,7 @@ impl LearnedPolicy {
             .enumerate()
             .map(|(si, &s)| {
                 let mut hc = h.clone();
-                hc.extend((0..4).map(|j| if j == si { 1.0 } else { 0.0 }));
+                hc.extend((0..NS).map(|j| if j == si { 1.0 } else { 0.0 }));
                 ConditionedProbs {
                     block: softmax(&self.layer("block").apply(&hc), None),
                     lanes: softmax(&self.layer("lanes").apply(&hc), None),
@@ -542,10 +569,13 @@ impl LearnedPolicy {
         }
     }
 
-    /// Every variant of [`core_space`] with its joint probability (sums to 1).
+    /// Every variant of [`policy_space`] with its joint probability (sums to 1).
     pub fn variant_probs(&self, features: &Features, value: ValueType) -> Vec<(Variant, f64)> {
         let p = self.head_probs(features, value);
-        core_space().into_iter().map(|v| (v, p.joint(&v))).collect()
+        policy_space()
+            .into_iter()
+            .map(|v| (v, p.joint(&v)))
+            .collect()
     }
 
     /// The cost head's raw output (normalised ln GB/s).
@@ -617,8 +647,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn actions_roundtrip_over_the_core_space() {
-        let space = core_space();
+    fn actions_roundtrip_over_the_policy_space() {
+        let space = policy_space();
+        assert_eq!(space.len(), 150 + 6);
         for v in &space {
             let a = actions_of(v).unwrap_or_else(|| panic!("{v} not in vocabulary"));
             assert_eq!(variant_of(a), *v);
@@ -630,7 +661,7 @@ mod tests {
 
     #[test]
     fn encodings_are_distinct() {
-        let set: std::collections::HashSet<_> = core_space()
+        let set: std::collections::HashSet<_> = policy_space()
             .iter()
             .map(|v| {
                 encode_variant(v)
@@ -639,6 +670,6 @@ mod tests {
                     .collect::<Vec<_>>()
             })
             .collect();
-        assert_eq!(set.len(), 150);
+        assert_eq!(set.len(), 156);
     }
 }

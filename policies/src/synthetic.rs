@@ -14,7 +14,7 @@
 use crate::dataset::{Dataset, MatrixRecord};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
+use sparserl_rt::{Features, Strategy, ValueType, Variant};
 
 /// Structure classes drawn.
 pub const CLASSES: [&str; 7] = [
@@ -218,8 +218,8 @@ pub fn truth(v: &Variant, f: &Features, value: ValueType) -> f64 {
                 items + f.rows.max(2.0).log2() / 6.0,
             )
         }
-        // The synthetic world covers the core (CSR) space only; layout
-        // strategies never run in it.
+        // The synthetic world models the core (CSR) space only; layout
+        // strategies are very slow in it.
         Strategy::Diagonal | Strategy::Binned | Strategy::Tiled | Strategy::Narrow => {
             (1e-9, f.max_row)
         }
@@ -268,10 +268,11 @@ pub fn truth(v: &Variant, f: &Features, value: ValueType) -> f64 {
 }
 
 /// A synthetic dataset: `per_class` matrices of every class in
-/// [`CLASSES`], each for f32 and f64, every core-space variant.
+/// [`CLASSES`], each for f32 and f64, every variant of the policy space
+/// (the tiled ones, outside the synthetic world's model, as very slow).
 pub fn dataset(seed: u64, per_class: usize) -> Dataset {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let variants = core_space();
+    let variants = crate::net::policy_space();
     let copy_gbs = 4000.0;
     let mut matrices = Vec::new();
     for class in CLASSES {

@@ -23,15 +23,15 @@
 
 use crate::dataset::{Dataset, MatrixRecord};
 use crate::net::{
-    self, ActionVocabulary, FEATURE_TRANSFORMS, INPUTS, LayerFile, PolicyFile, STRATEGIES,
+    self, ActionVocabulary, FEATURE_TRANSFORMS, INPUTS, LayerFile, NS, PolicyFile, STRATEGIES,
     VALUE_TYPES, VARIANT_ENCODING, actions_of, encode_variant, heads_used, network_input,
-    unroll_mask,
+    policy_space, unroll_mask,
 };
 use crate::template_rule;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use sparserl_rt::{Features, Variant, core_space};
+use sparserl_rt::{Features, Variant};
 use std::collections::BTreeMap;
 use tch::{Device, Kind, Tensor, nn, nn::Module, nn::OptimizerConfig};
 
@@ -124,12 +124,12 @@ impl Net {
         let dims: [(&'static str, i64, i64); 12] = [
             ("trunk1", i, h),
             ("trunk2", h, h),
-            ("strategy", h, 4),
-            ("block", h + 4, 3),
-            ("lanes", h + 4, 5),
-            ("items", h + 4, 5),
-            ("unroll", h + 4, 3),
-            ("ldg_x", h + 4, 2),
+            ("strategy", h, NS as i64),
+            ("block", h + NS as i64, 3),
+            ("lanes", h + NS as i64, 5),
+            ("items", h + NS as i64, 5),
+            ("unroll", h + NS as i64, 3),
+            ("ldg_x", h + NS as i64, 2),
             ("value", h, 1),
             ("cost1", i + VARIANT_ENCODING as i64, c),
             ("cost2", c, c),
@@ -186,7 +186,7 @@ impl Net {
             .iter()
             .enumerate()
             .map(|(si, &s)| {
-                let onehot = Tensor::zeros([b, 4], (x.kind(), Device::Cpu));
+                let onehot = Tensor::zeros([b, NS as i64], (x.kind(), Device::Cpu));
                 let _ = onehot.narrow(1, si as i64, 1).fill_(1.0);
                 let mask = Tensor::from_slice(&unroll_mask(s))
                     .to_kind(x.kind())
@@ -201,7 +201,7 @@ impl Net {
         }
     }
 
-    /// Joint log-probabilities of the core space `[B, 150]` (core-space order).
+    /// Joint log-probabilities of the policy space `[B, 156]` (its order).
     pub fn joint_log_probs(&self, x: &Tensor) -> Tensor {
         let lp = self.head_log_probs(x);
         let mut cols: Vec<&Tensor> = vec![&lp.strategy];
@@ -213,7 +213,7 @@ impl Net {
     }
 
     /// Cost head: predicted ln GB/s `[B]` for inputs `x` `[B, 20]` and
-    /// variant encodings `venc` `[B, 22]`.
+    /// variant encodings `venc` `[B, VARIANT_ENCODING]`.
     pub fn cost_ln_gbs(&self, x: &Tensor, venc: &Tensor) -> Tensor {
         self.cost_raw(x, venc) * self.cost_std + self.cost_mean
     }
@@ -251,20 +251,20 @@ impl Net {
     }
 }
 
-/// Width of the concatenated head log-probabilities (strategy + 4 x conditioned).
-const LP_WIDTH: usize = 4 + 4 * 18;
+/// Width of the concatenated head log-probabilities (strategy + NS x conditioned).
+const LP_WIDTH: usize = NS + NS * 18;
 
-/// `[76, 150]` 0/1 matrix summing the relevant head log-probabilities of each
-/// core-space variant.
+/// `[LP_WIDTH, 156]` 0/1 matrix summing the relevant head log-probabilities
+/// of each policy-space variant.
 pub fn joint_matrix() -> Tensor {
-    let space = core_space();
+    let space = policy_space();
     let mut m = vec![0f32; LP_WIDTH * space.len()];
     for (j, v) in space.iter().enumerate() {
-        let a = actions_of(v).expect("core space is in the vocabulary");
+        let a = actions_of(v).expect("the policy space is in the vocabulary");
         let used = heads_used(STRATEGIES[a[0]]);
         let mut set = |row: usize| m[row * space.len() + j] = 1.0;
         set(a[0]);
-        let base = 4 + a[0] * 18;
+        let base = NS + a[0] * 18;
         let offs = [0usize, 3, 8, 13, 16];
         let idx = [a[1], a[2], a[3], a[4], a[5]];
         for k in 0..5 {
@@ -295,13 +295,14 @@ pub struct Prepared {
 }
 
 fn prepare(ds: &Dataset, rec: &MatrixRecord) -> Option<Prepared> {
-    let index: BTreeMap<Variant, usize> = core_space()
+    let index: BTreeMap<Variant, usize> = policy_space()
         .into_iter()
         .enumerate()
         .map(|(i, v)| (v, i))
         .collect();
-    // Rewards are relative to the best variant the policy can pick (the core
-    // space); layout strategies (e.g. diagonal) are the search's business.
+    // Rewards are relative to the best variant the policy can pick (the
+    // policy space); the other layout strategies (e.g. diagonal) are the
+    // search's business.
     let best = rec
         .results
         .iter()
@@ -316,7 +317,7 @@ fn prepare(ds: &Dataset, rec: &MatrixRecord) -> Option<Prepared> {
     if best <= 0.0 || rec.features.len() != 18 {
         return None;
     }
-    let mut measured = vec![None; 150];
+    let mut measured = vec![None; index.len()];
     for r in &rec.results {
         let Some(v) = ds.variants.get(r.0) else {
             continue;
@@ -534,9 +535,10 @@ pub fn train(
         opt.backward_step(&loss);
     }
 
-    let space = core_space();
+    let space = policy_space();
+    let nv = space.len();
     let venc_all: Vec<f32> = space.iter().flat_map(encode_variant).collect();
-    let venc_all = Tensor::from_slice(&venc_all).view([150, VARIANT_ENCODING as i64]);
+    let venc_all = Tensor::from_slice(&venc_all).view([nv as i64, VARIANT_ENCODING as i64]);
     // Rewards per record and variant: measured, else the cost head's estimate.
     let reward_table = |net: &Net, recs: &[Prepared], x: &Tensor| -> (Vec<Vec<f64>>, usize) {
         let mut estimated = 0;
@@ -546,11 +548,11 @@ pub fn train(
                 let b = recs.len() as i64;
                 let xr = x
                     .unsqueeze(1)
-                    .expand([b, 150, INPUTS as i64], false)
+                    .expand([b, nv as i64, INPUTS as i64], false)
                     .reshape([-1, INPUTS as i64]);
                 let vr = venc_all
                     .unsqueeze(0)
-                    .expand([b, 150, VARIANT_ENCODING as i64], false)
+                    .expand([b, nv as i64, VARIANT_ENCODING as i64], false)
                     .reshape([-1, VARIANT_ENCODING as i64]);
                 Vec::try_from(&net.cost_ln_gbs(&xr, &vr)).expect("f32 predictions")
             })
@@ -566,7 +568,7 @@ pub fn train(
                         Some(v) => *v,
                         None => {
                             estimated += 1;
-                            let p = pred.as_ref().expect("predictions computed")[i * 150 + j];
+                            let p = pred.as_ref().expect("predictions computed")[i * nv + j];
                             ((p as f64).exp() / r.best).min(1.5)
                         }
                     })
@@ -582,7 +584,7 @@ pub fn train(
             let (mut exp, mut greedy) = (0.0, 0.0);
             for (pr, rw) in p.iter().zip(table) {
                 exp += pr.iter().zip(rw).map(|(a, b)| *a as f64 * b).sum::<f64>();
-                let best = (0..150).fold(0, |bi, j| if pr[j] > pr[bi] { j } else { bi });
+                let best = (0..nv).fold(0, |bi, j| if pr[j] > pr[bi] { j } else { bi });
                 greedy += rw[best];
             }
             let n = table.len().max(1) as f64;
@@ -606,10 +608,10 @@ pub fn train(
         let slp = net.l("strategy").forward(&h).log_softmax(-1, Kind::Float);
         let sprobs: Vec<f32> = Vec::try_from(&slp.exp().detach().flatten(0, -1)).expect("f32");
         let strat: Vec<i64> = (0..batch as usize)
-            .map(|b| sample(&mut rng, &sprobs[b * 4..b * 4 + 4]) as i64)
+            .map(|b| sample(&mut rng, &sprobs[b * NS..(b + 1) * NS]) as i64)
             .collect();
         let strat_t = Tensor::from_slice(&strat);
-        let onehot = strat_t.one_hot(4).to_kind(Kind::Float);
+        let onehot = strat_t.one_hot(NS as i64).to_kind(Kind::Float);
         let masks: Vec<f32> = strat
             .iter()
             .flat_map(|&si| unroll_mask(STRATEGIES[si as usize]))
@@ -653,7 +655,10 @@ pub fn train(
                     acts[b][3] as usize,
                     acts[b][4] as usize,
                 ]);
-                let j = space.iter().position(|x| *x == v).expect("in core space");
+                let j = space
+                    .iter()
+                    .position(|x| *x == v)
+                    .expect("in the policy space");
                 if train_recs[rec].measured[j].is_none() {
                     est_count += 1;
                 }
@@ -766,7 +771,7 @@ pub fn export(
 
 /// Reward of `v` on a prepared record: measured, else `None`.
 fn measured_reward(r: &Prepared, v: &Variant) -> Option<f64> {
-    let j = core_space().iter().position(|x| x == v)?;
+    let j = policy_space().iter().position(|x| x == v)?;
     r.measured[j]
 }
 
@@ -800,7 +805,7 @@ pub fn summarize(policy: &crate::LearnedPolicy, recs: &[Prepared], _copy: f64) -
         s.template_rule += measured_reward(r, &template_rule(&f)).unwrap_or(0.0);
         let prior = crate::Prior.propose(&f, r.value, 1)[0].variant;
         s.prior += measured_reward(r, &prior).unwrap_or(0.0);
-        for (j, v) in core_space().iter().enumerate() {
+        for (j, v) in policy_space().iter().enumerate() {
             if let Some(m) = r.measured[j]
                 && m > 0.0
             {

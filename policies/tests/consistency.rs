@@ -6,7 +6,7 @@ use sparserl_policies::dataset::Dataset;
 use sparserl_policies::net::{INPUTS, VARIANT_ENCODING, encode_variant};
 use sparserl_policies::train::{Net, TrainConfig, export};
 use sparserl_rt::Features;
-use sparserl_rt::{ValueType, core_space};
+use sparserl_rt::ValueType;
 use tch::Tensor;
 
 fn max_diff(rust: &[f64], torch: &[f32]) -> f64 {
@@ -32,9 +32,9 @@ fn rust_inference_matches_tch() {
     };
     let file = export(&net, mean, std, &meta, &TrainConfig::default());
     let policy = LearnedPolicy::from_json(&serde_json::to_string(&file).unwrap()).unwrap();
-    let space = core_space();
+    let space = sparserl_policies::net::policy_space();
     let venc: Vec<f32> = space.iter().flat_map(encode_variant).collect();
-    let venc = Tensor::from_slice(&venc).view([150, VARIANT_ENCODING as i64]);
+    let venc = Tensor::from_slice(&venc).view([space.len() as i64, VARIANT_ENCODING as i64]);
     let mut worst: f64 = 0.0;
     for rec in &ds.matrices {
         let f = Features::from_slice(&rec.features);
@@ -64,7 +64,7 @@ fn rust_inference_matches_tch() {
             .iter()
             .map(|v| policy.predicted_ln_gbs(&f, value, v))
             .collect();
-        let xr = x.expand([150, INPUTS as i64], false);
+        let xr = x.expand([space.len() as i64, INPUTS as i64], false);
         let tc: Vec<f32> = tch::no_grad(|| Vec::try_from(&net.cost_ln_gbs(&xr, &venc)).unwrap());
         worst = worst.max(max_diff(&rust_cost, &tc));
         assert!(matches!(value, ValueType::F32 | ValueType::F64));

@@ -1,11 +1,11 @@
 //! Pure-Rust inference of a tiny hand-made policy file (no libtorch).
 
 use serde_json::{Value, json};
-use sparserl_policies::net::{FORMAT, INPUTS, VARIANT_ENCODING};
+use sparserl_policies::net::{FORMAT, INPUTS, NS, VARIANT_ENCODING, policy_space};
 use sparserl_policies::{
     EMBEDDED_POLICY, LearnedPolicy, POLICY_VERSION, Policy, PolicyError, default_policy,
 };
-use sparserl_rt::{Features, ValueType, core_space};
+use sparserl_rt::{Features, ValueType};
 
 /// A dense layer with small deterministic weights.
 fn layer(inputs: usize, outputs: usize, salt: usize) -> Value {
@@ -38,7 +38,7 @@ fn tiny() -> Value {
         "feature_std": vec![2.0; 18],
         "value_types": ["f32", "f64"],
         "actions": {
-            "strategy": ["thread-per-row", "group-per-row", "block-per-row", "nnz-split"],
+            "strategy": ["thread-per-row", "group-per-row", "block-per-row", "nnz-split", "tiled"],
             "block": [128, 256, 512],
             "lanes": [2, 4, 8, 16, 32],
             "items": [1, 2, 4, 8, 16],
@@ -50,12 +50,12 @@ fn tiny() -> Value {
         "layers": {
             "trunk1": layer(INPUTS, h, 1),
             "trunk2": layer(h, h, 2),
-            "strategy": layer(h, 4, 3),
-            "block": layer(h + 4, 3, 4),
-            "lanes": layer(h + 4, 5, 5),
-            "items": layer(h + 4, 5, 6),
-            "unroll": layer(h + 4, 3, 7),
-            "ldg_x": layer(h + 4, 2, 8),
+            "strategy": layer(h, NS, 3),
+            "block": layer(h + NS, 3, 4),
+            "lanes": layer(h + NS, 5, 5),
+            "items": layer(h + NS, 5, 6),
+            "unroll": layer(h + NS, 3, 7),
+            "ldg_x": layer(h + NS, 2, 8),
             "value": layer(h, 1, 9),
             "cost1": layer(INPUTS + VARIANT_ENCODING, c, 10),
             "cost2": layer(c, c, 11),
@@ -92,7 +92,7 @@ fn proposes_valid_variants_deterministically() {
     let text = tiny().to_string();
     let p = LearnedPolicy::from_json(&text).unwrap();
     assert_eq!(p.name(), "learned");
-    let space = core_space();
+    let space = policy_space();
     for value in ValueType::ALL {
         let a = p.propose(&feats(), value, 10);
         assert_eq!(a, p.propose(&feats(), value, 10));

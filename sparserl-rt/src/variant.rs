@@ -104,7 +104,7 @@ impl Strategy {
         Strategy::Narrow,
     ];
     /// The strategies that read plain CSR and so apply to every matrix
-    /// (the learned policy's strategy vocabulary).
+    /// (the strategies of [`core_space`]).
     pub const CSR: [Strategy; 4] = [
         Strategy::ThreadPerRow,
         Strategy::GroupPerRow,

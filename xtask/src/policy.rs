@@ -41,7 +41,7 @@ pub const COMMITTED_TRAIN_ARGS: &[&str] = &[
     "--dataset",
     "policies/data/h200-round1.json.gz",
     "--extra-dataset",
-    "policies/data/h200-bench-sweep.json.gz",
+    "policies/data/h200-bench-sweep2.json.gz",
     "--out",
     "policies/policy.json",
     "--holdout-class",
@@ -59,7 +59,7 @@ pub const COMMITTED_TRAIN_ARGS: &[&str] = &[
     "--epochs",
     "300",
     "--round",
-    "1",
+    "2",
 ];
 
 /// Installs libtorch into `.tools/torch` unless present; returns `LIBTORCH`
@@ -142,11 +142,12 @@ pub struct EvalArgs {
     /// Policy file (its metadata names the held-out matrices).
     #[arg(long, default_value = "policies/policy.json")]
     pub policy: PathBuf,
-    /// Measured dataset (every core variant per matrix).
-    #[arg(long, default_value = "policies/data/h200-round1.json.gz")]
+    /// Measured dataset (every variant per matrix; the default is the
+    /// benchmark's sweep, which includes the tiled and layout strategies).
+    #[arg(long, default_value = "policies/data/h200-bench-sweep2.json.gz")]
     pub dataset: PathBuf,
     /// The benchmark's oracle sweep (same run as the cuSPARSE numbers).
-    #[arg(long, default_value = "policies/data/h200-bench-sweep.json.gz")]
+    #[arg(long, default_value = "policies/data/h200-bench-sweep2.json.gz")]
     pub sweep: PathBuf,
     /// Benchmark JSON with the cuSPARSE numbers.
     #[arg(long, default_value = "docs/benchmarks/spmv-h200.json")]
