@@ -457,7 +457,11 @@ impl<T: Scalar> DeviceCsr<T> {
         // Validated: every offset and index is below i32::MAX.
         let indptr: Vec<i32> = csr.indptr().iter().map(|&p| p as i32).collect();
         let indices: Vec<i32> = csr.indices().iter().map(|&c| c as i32).collect();
-        let dia = match crate::dia::diagonal_offsets(csr).filter(|_| layouts.diagonal) {
+        let dia = match layouts
+            .diagonal
+            .then(|| crate::dia::diagonal_offsets(csr))
+            .flatten()
+        {
             Some(offsets) => {
                 let dvals = crate::dia::diagonal_values(csr, &offsets, values);
                 Some(DeviceDia {
@@ -469,7 +473,11 @@ impl<T: Scalar> DeviceCsr<T> {
             }
             None => None,
         };
-        let binned = match crate::binned::BinnedLayout::build(csr).filter(|_| layouts.binned) {
+        let binned = match layouts
+            .binned
+            .then(|| crate::binned::BinnedLayout::build(csr))
+            .flatten()
+        {
             Some(l) => Some(DeviceBinned {
                 meta: gpu.stream.clone_htod(&l.meta())?,
                 scratch: gpu.stream.alloc_zeros::<f64>(l.long_rows.len() + 1)?,

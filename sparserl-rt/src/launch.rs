@@ -223,22 +223,30 @@ pub fn launch_variant<T: Scalar>(
             ),
         });
     }
-    let grid = if variant.strategy == Strategy::Binned {
+    // Grid, and the `meta` / `scratch` pair that binned and tiled kernels
+    // take after `y`.
+    let (grid, extra) = if variant.strategy == Strategy::Binned {
         let b = a.binned().ok_or_else(|| RtError::LayoutUnavailable {
             variant: variant.id(),
             reason: "the matrix has no row-binned layout (no row longer than the long-row \
                      threshold, or it was dropped)"
                 .into(),
         })?;
-        binned_grid(variant, a.rows(), b.chunks)
+        (
+            binned_grid(variant, a.rows(), b.chunks),
+            Some((&b.meta, &b.scratch)),
+        )
     } else if variant.strategy == Strategy::Tiled {
         let t = a.tiled().ok_or_else(|| RtError::LayoutUnavailable {
             variant: variant.id(),
             reason: "the matrix's tile layout was dropped".into(),
         })?;
-        t.tiles.clamp(1, i32::MAX as usize) as u32
+        (
+            t.tiles.clamp(1, i32::MAX as usize) as u32,
+            Some((&t.meta, &t.scratch)),
+        )
     } else {
-        variant.grid(a.rows(), a.nnz())
+        (variant.grid(a.rows(), a.nnz()), None)
     };
     let cfg = LaunchConfig {
         grid_dim: (grid, 1, 1),
@@ -292,11 +300,8 @@ pub fn launch_variant<T: Scalar>(
             .arg(a.values())
             .arg(x)
             .arg(y);
-        if let Some(b) = a.binned().filter(|_| variant.strategy == Strategy::Binned) {
-            builder.arg(&b.meta).arg(&b.scratch);
-        }
-        if let Some(t) = a.tiled().filter(|_| variant.strategy == Strategy::Tiled) {
-            builder.arg(&t.meta).arg(&t.scratch);
+        if let Some((meta, scratch)) = extra {
+            builder.arg(meta).arg(scratch);
         }
     }
     // SAFETY: the arguments match the generated ABI in type and order

@@ -1122,6 +1122,24 @@ fn cusparse_check<T: Scalar>(
 
 /// Every cuSPARSE CSR algorithm: check, time; the best goes into `row`.
 /// Returns the best algorithm (for latency measurements).
+/// Times `alg` (warm-up 5, `ctx.reps` samples, at most 2 s): median
+/// microseconds and GB/s for `bytes` compulsory bytes; `None` without samples.
+fn time_cusparse<T: Scalar>(
+    ctx: &Ctx,
+    cs: &mut CusparseSpmv<'_, T>,
+    alg: Alg,
+    bytes: f64,
+) -> Result<Option<(f64, f64)>> {
+    let times = time_launches::<anyhow::Error>(
+        ctx.tuner.gpu(),
+        &mut || cs.launch_next(alg),
+        5,
+        ctx.reps,
+        2.0,
+    )?;
+    Ok(median(&times).map(|m| (m, bytes / (m * 1e3))))
+}
+
 fn run_cusparse<T: Scalar>(
     ctx: &Ctx,
     cs: &mut CusparseSpmv<'_, T>,
@@ -1129,7 +1147,6 @@ fn run_cusparse<T: Scalar>(
     reference: &[f64],
     row: &mut Row,
 ) -> Result<Option<Alg>> {
-    let gpu = ctx.tuner.gpu();
     let bytes = csr.compulsory_bytes(T::TYPE.size()) as f64;
     let tol = tolerance(T::TYPE);
     let mut best: Option<(Alg, f64)> = None;
@@ -1155,16 +1172,8 @@ fn run_cusparse<T: Scalar>(
                     ));
                 } else {
                     res.correct = true;
-                    let times = time_launches::<anyhow::Error>(
-                        gpu,
-                        &mut || cs.launch_next(alg),
-                        5,
-                        ctx.reps,
-                        2.0,
-                    )?;
-                    if let Some(m) = median(&times) {
+                    if let Some((m, g)) = time_cusparse(ctx, cs, alg, bytes)? {
                         res.median_us = Some(m);
-                        let g = bytes / (m * 1e3);
                         res.gbs = Some(g);
                         if best.is_none_or(|b| g > b.1) {
                             best = Some((alg, g));
@@ -1206,15 +1215,15 @@ fn random_x<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
         .collect()
 }
 
-/// Benchmarks one matrix for value type `T`.
 /// Raises the row's oracle to `gbs` (measured for `v`) when that is faster.
-fn consider_late(row: &mut Row, gbs: f64, v: Variant) {
+fn consider(row: &mut Row, gbs: f64, v: Variant) {
     if row.oracle_gbs.is_none_or(|o| gbs > o) {
         row.oracle_gbs = Some(gbs);
         row.oracle_variant = Some(v.id());
     }
 }
 
+/// Benchmarks one matrix for value type `T`.
 fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
     let t0 = Instant::now();
     let csr = job.csr;
@@ -1261,19 +1270,13 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
     row.device_bytes = winner
         .and_then(|w| dcsr.layout_bytes(w.strategy))
         .unwrap_or_else(|| dcsr.device_bytes());
-    let mut oracle: Option<(f64, Variant)> = None;
-    let mut consider = |g: f64, v: Variant| {
-        if oracle.is_none_or(|o| g > o.0) {
-            oracle = Some((g, v));
-        }
-    };
     if let Some(w) = winner {
         row.variant = Some(w.id());
         let m = measure_ours(ctx, &bench, &w)?;
         row.ours_rel_err = Some(m.rel_err).filter(|e| e.is_finite());
         if m.correct {
             row.ours_gbs = Some(m.gbs);
-            consider(m.gbs, w);
+            consider(&mut row, m.gbs, w);
         } else {
             row.ours_error = Some(m.error.unwrap_or_else(|| "incorrect".into()));
         }
@@ -1285,7 +1288,7 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
     let mt = measure_ours(ctx, &bench, &tv)?;
     if mt.correct {
         row.template_gbs = Some(mt.gbs);
-        consider(mt.gbs, tv);
+        consider(&mut row, mt.gbs, tv);
     } else {
         row.notes.push(format!(
             "template {} failed: {}",
@@ -1309,24 +1312,17 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
         }
         let m = measure_ours(ctx, &bench, &v)?;
         if m.correct {
-            consider(m.gbs, v);
+            consider(&mut row, m.gbs, v);
         }
-    }
-    if let Some((g, v)) = oracle {
-        row.oracle_gbs = Some(g);
-        row.oracle_variant = Some(v.id());
     }
 
     // cuSPARSE, on the same device matrix.
     // As many rotated x/y copies as `Bench` uses for this matrix.
     let copies = bench.copies();
-    let mut second_alg = None;
-    let mut cs_kept = None;
     match CusparseSpmv::new(gpu, bench.device_csr(), &x, copies) {
         Err(e) => row.cusparse_error = Some(format!("cuSPARSE setup failed: {e:#}")),
         Ok(mut cs) => {
             let best = run_cusparse(ctx, &mut cs, csr, &reference, &mut row)?;
-            second_alg = best;
             if real && let Some(alg) = best {
                 row.cusparse_latency_us =
                     time_back_to_back::<anyhow::Error>(gpu, &mut || cs.launch_next(alg), 200).ok();
@@ -1340,38 +1336,32 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
                     }
                 }
             }
-            cs_kept = Some(cs);
-        }
-    }
-
-    // Second round, side by side: ours and cuSPARSE's best algorithm timed
-    // again right after each other; each side keeps the faster of its two
-    // medians, so a transient slowdown during one measurement does not
-    // decide the ratio.
-    if let Some(w) = winner
-        && row.ours_gbs.is_some()
-        && let Some(alg) = second_alg
-        && let Some(cs) = cs_kept.as_mut()
-    {
-        let m = measure_ours(ctx, &bench, &w)?;
-        if m.correct && row.ours_gbs.is_some_and(|g| m.gbs > g) {
-            row.ours_gbs = Some(m.gbs);
-            consider_late(&mut row, m.gbs, w);
-        }
-        let times =
-            time_launches::<anyhow::Error>(gpu, &mut || cs.launch_next(alg), 5, ctx.reps, 2.0)?;
-        if let Some(med) = median(&times) {
-            let g = csr.compulsory_bytes(value.size()) as f64 / (med * 1e3);
-            if row.cusparse_gbs.is_some_and(|c| g > c) {
-                row.cusparse_gbs = Some(g);
-                if let Some(a) = row.cusparse_algs.iter_mut().find(|a| a.alg == alg.name()) {
-                    a.gbs = Some(g);
-                    a.median_us = Some(med);
+            // Second round, side by side: ours and cuSPARSE's best algorithm
+            // timed again right after each other; each side keeps the faster
+            // of its two medians, so a transient slowdown during one
+            // measurement does not decide the ratio.
+            if let Some(w) = winner
+                && row.ours_gbs.is_some()
+                && let Some(alg) = best
+            {
+                let m = measure_ours(ctx, &bench, &w)?;
+                if m.correct && row.ours_gbs.is_some_and(|g| m.gbs > g) {
+                    row.ours_gbs = Some(m.gbs);
+                    consider(&mut row, m.gbs, w);
+                }
+                let bytes = csr.compulsory_bytes(value.size()) as f64;
+                if let Some((med, g)) = time_cusparse(ctx, &mut cs, alg, bytes)?
+                    && row.cusparse_gbs.is_some_and(|c| g > c)
+                {
+                    row.cusparse_gbs = Some(g);
+                    if let Some(a) = row.cusparse_algs.iter_mut().find(|a| a.alg == alg.name()) {
+                        a.gbs = Some(g);
+                        a.median_us = Some(med);
+                    }
                 }
             }
         }
     }
-    drop(cs_kept);
 
     // Our per-call latency.
     if real
