@@ -33,7 +33,8 @@
 extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
     const int* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x,
-    T* __restrict__ y, const int* __restrict__ meta, double* __restrict__ scratch) {
+    T* __restrict__ y, const int* __restrict__ meta, double* __restrict__ scratch SPARSERL_EP_PARAMS) {
+    SPARSERL_EP_BEGIN
     (void)cols;
     (void)nnz;
     const int threshold = meta[0];

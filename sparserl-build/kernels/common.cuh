@@ -55,8 +55,8 @@ __device__ __forceinline__ T load_x(const T* __restrict__ x, int i) {
 #endif
 }
 
-// Stores y[i] = v, with a streaming (evict-first) store when SPARSERL_STREAM_Y is 1.
-__device__ __forceinline__ void store_y(T* __restrict__ y, int i, T v) {
+// Stores y[i] = v (kernels call it through the epilogue's store_y), with a streaming (evict-first) store when SPARSERL_STREAM_Y is 1.
+__device__ __forceinline__ void sparserl_store_raw(T* __restrict__ y, int i, T v) {
 #if SPARSERL_STREAM_Y
     __stcs(y + i, v);
 #else

@@ -15,7 +15,8 @@
 extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
     const int* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x,
-    T* __restrict__ y) {
+    T* __restrict__ y SPARSERL_EP_PARAMS) {
+    SPARSERL_EP_BEGIN
     (void)indices;
     __shared__ int offsets[SPARSERL_MAX_DIAGONALS];
     const int ndiag = nnz < SPARSERL_MAX_DIAGONALS ? nnz : SPARSERL_MAX_DIAGONALS;

@@ -7,7 +7,8 @@
 extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
     const int* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x,
-    T* __restrict__ y) {
+    T* __restrict__ y SPARSERL_EP_PARAMS) {
+    SPARSERL_EP_BEGIN
     (void)cols;
     (void)nnz;
     // Groups are LANES-aligned inside a warp (BLOCK is a multiple of 32), so

@@ -3,7 +3,8 @@
 extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
     const int* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x,
-    T* __restrict__ y) {
+    T* __restrict__ y SPARSERL_EP_PARAMS) {
+    SPARSERL_EP_BEGIN
     (void)cols;
     (void)nnz;
     const long long first = sparserl_global_thread();

@@ -42,6 +42,8 @@
 
 // Loads of the matrix arrays: streaming (evict-first, each element is read
 // once per launch, which keeps x in the caches) when SPARSERL_STREAM_Y is 1.
+#ifndef SPARSERL_TILED_HELPERS
+#define SPARSERL_TILED_HELPERS
 template <typename V>
 __device__ __forceinline__ V sparserl_load_matrix(const V* __restrict__ p) {
 #if SPARSERL_STREAM_Y
@@ -50,11 +52,13 @@ __device__ __forceinline__ V sparserl_load_matrix(const V* __restrict__ p) {
     return *p;
 #endif
 }
+#endif
 
 extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
     const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
     const int* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x,
-    T* __restrict__ y, const int* __restrict__ meta, double* __restrict__ scratch) {
+    T* __restrict__ y, const int* __restrict__ meta, double* __restrict__ scratch SPARSERL_EP_PARAMS) {
+    SPARSERL_EP_BEGIN
     (void)rows;
     (void)cols;
     (void)nnz;

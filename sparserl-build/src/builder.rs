@@ -158,6 +158,10 @@ pub struct Entry {
     /// `(arch, PTX, fallback PTX)` for every target architecture, lowest first.
     #[serde(default)]
     pub ptx_by_arch: Vec<(String, String, String)>,
+    /// Fused epilogues: (epilogue, entry in the chosen PTX when the variant
+    /// fuses, entry in the fallback PTX).
+    #[serde(default)]
+    pub fused: Vec<(String, Option<String>, String)>,
     /// mean row length, cv, max/mean of the samples.
     pub tuned_for: [f64; 3],
     /// Features of each sample (policy input), in `Features::NAMES` order.
@@ -704,14 +708,32 @@ impl Builder {
                 }
             }
         };
-        let generate = |v: &Variant| {
-            codegen::generate(v, decl.value).map_err(|e| BuildError::Codegen {
-                kernel: decl.name.clone(),
-                message: e.to_string(),
-            })
+        let codegen_err = |e: codegen::CodegenError| BuildError::Codegen {
+            kernel: decl.name.clone(),
+            message: e.to_string(),
         };
-        let chosen = generate(&variant)?;
-        let fallback = generate(&Variant::FALLBACK)?;
+        let chosen =
+            codegen::generate_with(&variant, decl.value, &decl.epilogues).map_err(codegen_err)?;
+        let fallback =
+            codegen::generate_fallback(decl.value, &decl.epilogues).map_err(codegen_err)?;
+        let fused = decl
+            .epilogues
+            .iter()
+            .map(|e| {
+                let in_chosen = chosen
+                    .fused
+                    .iter()
+                    .find(|(f, _)| f == e)
+                    .map(|(_, n)| n.clone());
+                let in_fallback = fallback
+                    .fused
+                    .iter()
+                    .find(|(f, _)| f == e)
+                    .map(|(_, n)| n.clone())
+                    .unwrap_or_default();
+                (e.as_str().to_string(), in_chosen, in_fallback)
+            })
+            .collect();
         let ptx = |src: &str, arch: &str| -> Result<String, BuildError> {
             let opts: Vec<String> = COMPILE_OPTIONS.iter().map(|s| s.to_string()).collect();
             sparserl_rt::nvrtc::compile_ptx(src, arch, &opts).map_err(|e| BuildError::Compile {
@@ -746,6 +768,7 @@ impl Builder {
             source: chosen.source,
             fallback_entry: fallback.entry,
             fallback_source: fallback.source,
+            fused,
             tuned_for,
             sample_features: feats.iter().map(|f| f.to_vec().to_vec()).collect(),
             trials,

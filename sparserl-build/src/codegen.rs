@@ -22,7 +22,7 @@
 //! and [`generator_fingerprint`].
 
 use sha2::{Digest, Sha256};
-use sparserl_rt::{Strategy, ValueType, Variant};
+use sparserl_rt::{Epilogue, Strategy, ValueType, Variant};
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
@@ -39,10 +39,12 @@ const DIAGONAL: &str = include_str!("../kernels/diagonal.cu");
 const BINNED: &str = include_str!("../kernels/binned.cu");
 const TILED: &str = include_str!("../kernels/tiled.cu");
 const NARROW: &str = include_str!("../kernels/narrow.cu");
+const EPILOGUE: &str = include_str!("../kernels/epilogue.cuh");
 
 /// Every fragment, in a fixed order (name, text).
-const FRAGMENTS: [(&str, &str); 9] = [
+const FRAGMENTS: [(&str, &str); 10] = [
     ("common.cuh", COMMON),
+    ("epilogue.cuh", EPILOGUE),
     ("thread_per_row.cu", THREAD_PER_ROW),
     ("group_per_row.cu", GROUP_PER_ROW),
     ("block_per_row.cu", BLOCK_PER_ROW),
@@ -73,6 +75,8 @@ pub struct KernelSource {
     pub entry: String,
     /// Complete, self-contained source (no `#include`s).
     pub source: String,
+    /// The fused-epilogue entry points in the same source.
+    pub fused: Vec<(Epilogue, String)>,
 }
 
 /// [`GENERATOR_VERSION`] plus a short hash of every fragment text, e.g.
@@ -128,13 +132,95 @@ fn strategy_fragment(s: Strategy) -> &'static str {
 /// equal sources and entry names. Returns an error (never panics) when the
 /// variant's parameters are invalid.
 pub fn generate(variant: &Variant, value: ValueType) -> Result<KernelSource, CodegenError> {
-    let v = variant.canonical();
-    v.validate()
-        .map_err(|reason| CodegenError::InvalidVariant { id: v.id(), reason })?;
-    let entry = entry_name(&v, value);
-    let body = strategy_fragment(v.strategy);
+    generate_with(variant, value, &[])
+}
 
-    let mut s = String::with_capacity(COMMON.len() + body.len() + 1024);
+/// [`generate`] plus one fused entry per epilogue in `epilogues` (entry
+/// name: the plain one + `_` + [`Epilogue::suffix`]), in the same source.
+/// A strategy that cannot fuse ([`Strategy::fuses_epilogue`]) gets none:
+/// its fused launches use [`generate_fallback`]'s entries.
+pub fn generate_with(
+    variant: &Variant,
+    value: ValueType,
+    epilogues: &[Epilogue],
+) -> Result<KernelSource, CodegenError> {
+    let v = variant.canonical();
+    let mut sections = vec![(v, None)];
+    if v.strategy.fuses_epilogue() {
+        sections.extend(epilogues.iter().map(|&e| (v, Some(e))));
+    }
+    compose(&sections, value)
+}
+
+/// The fallback module: the nnz-balanced [`Variant::FALLBACK`] plus a fused
+/// entry of [`Variant::FUSED_FALLBACK`] per epilogue.
+pub fn generate_fallback(
+    value: ValueType,
+    epilogues: &[Epilogue],
+) -> Result<KernelSource, CodegenError> {
+    let mut sections = vec![(Variant::FALLBACK.canonical(), None)];
+    sections.extend(
+        epilogues
+            .iter()
+            .map(|&e| (Variant::FUSED_FALLBACK.canonical(), Some(e))),
+    );
+    compose(&sections, value)
+}
+
+/// The `#define`s that may differ between the entries of one source.
+fn section_defines(s: &mut String, v: &Variant, entry: &str, ep: Option<Epilogue>) {
+    let _ = writeln!(s, "#define LANES {}", v.lanes);
+    let _ = writeln!(s, "#define ITEMS {}", v.items);
+    let _ = writeln!(s, "#define UNROLL {}", v.unroll);
+    let _ = writeln!(s, "#define MIN_BLOCKS {}", v.min_blocks);
+    let _ = writeln!(s, "#define ENTRY {entry}");
+    let _ = writeln!(
+        s,
+        "#define SPARSERL_EPILOGUE {}",
+        ep.map_or(0, |e| e.code())
+    );
+}
+
+fn push_text(s: &mut String, text: &str) {
+    s.push_str(text);
+    if !text.ends_with('\n') {
+        s.push('\n');
+    }
+}
+
+/// One translation unit holding an entry per section. The sections share
+/// the defines that `common.cuh` reads when it is compiled (value type,
+/// block size, x-load and y-store knobs); the others are redefined per entry.
+fn compose(
+    sections: &[(Variant, Option<Epilogue>)],
+    value: ValueType,
+) -> Result<KernelSource, CodegenError> {
+    let (v, _) = sections[0];
+    for (sv, _) in sections {
+        sv.validate()
+            .map_err(|reason| CodegenError::InvalidVariant {
+                id: sv.id(),
+                reason,
+            })?;
+        if (sv.block, sv.ldg_x, sv.stream_y) != (v.block, v.ldg_x, v.stream_y) {
+            return Err(CodegenError::InvalidVariant {
+                id: sv.id(),
+                reason: format!("cannot share a module with {}", v.id()),
+            });
+        }
+    }
+    let entries: Vec<String> = sections
+        .iter()
+        .map(|(sv, ep)| {
+            let base = entry_name(sv, value);
+            match ep {
+                None => base,
+                Some(e) => format!("{base}_{}", e.suffix()),
+            }
+        })
+        .collect();
+
+    let mut s = String::with_capacity(COMMON.len() + EPILOGUE.len() + 4096);
     // `write!` into a String cannot fail.
     let _ = writeln!(s, "// SparseRL generated SpMV kernel. Do not edit.");
     let _ = writeln!(s, "// variant: {}", v.id());
@@ -143,24 +229,43 @@ pub fn generate(variant: &Variant, value: ValueType) -> Result<KernelSource, Cod
     let _ = writeln!(s);
     let _ = writeln!(s, "#define T {}", value.cuda_name());
     let _ = writeln!(s, "#define BLOCK {}", v.block);
-    let _ = writeln!(s, "#define LANES {}", v.lanes);
-    let _ = writeln!(s, "#define ITEMS {}", v.items);
-    let _ = writeln!(s, "#define UNROLL {}", v.unroll);
-    let _ = writeln!(s, "#define MIN_BLOCKS {}", v.min_blocks);
     let _ = writeln!(s, "#define SPARSERL_LDG_X {}", u8::from(v.ldg_x));
     let _ = writeln!(s, "#define SPARSERL_STREAM_Y {}", u8::from(v.stream_y));
-    let _ = writeln!(s, "#define ENTRY {entry}");
-    let _ = writeln!(s);
-    s.push_str(COMMON);
-    if !COMMON.ends_with('\n') {
+    for (k, ((sv, ep), entry)) in sections.iter().zip(&entries).enumerate() {
+        if k > 0 {
+            let _ = writeln!(s);
+            let _ = writeln!(s, "// ---- entry {entry}: variant {} ----", sv.id());
+            for m in [
+                "LANES",
+                "ITEMS",
+                "UNROLL",
+                "MIN_BLOCKS",
+                "ENTRY",
+                "SPARSERL_EPILOGUE",
+            ] {
+                let _ = writeln!(s, "#undef {m}");
+            }
+        }
+        section_defines(&mut s, sv, entry, *ep);
+        if k == 0 {
+            let _ = writeln!(s);
+            push_text(&mut s, COMMON);
+        }
         s.push('\n');
-    }
-    s.push('\n');
-    s.push_str(body);
-    if !body.ends_with('\n') {
+        push_text(&mut s, EPILOGUE);
         s.push('\n');
+        push_text(&mut s, strategy_fragment(sv.strategy));
     }
-    Ok(KernelSource { entry, source: s })
+    let fused = sections
+        .iter()
+        .zip(&entries)
+        .filter_map(|((_, ep), e)| ep.map(|ep| (ep, e.clone())))
+        .collect();
+    Ok(KernelSource {
+        entry: entries[0].clone(),
+        source: s,
+        fused,
+    })
 }
 
 #[cfg(test)]

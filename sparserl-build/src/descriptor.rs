@@ -79,7 +79,7 @@ const ROOT: &str = "package.metadata.sparserl";
 const MAX_DIM: usize = i32::MAX as usize - 1;
 
 const TOP_KEYS: &[&str] = &["arch", "budget-seconds", "kernel"];
-const KERNEL_KEYS: &[&str] = &["name", "op", "value", "pattern"];
+const KERNEL_KEYS: &[&str] = &["name", "op", "value", "pattern", "epilogues"];
 const KINDS: &[&str] = &[
     "matrix-market",
     "samples",
@@ -127,6 +127,10 @@ pub struct KernelDecl {
     pub value: ValueType,
     /// Sparsity pattern the kernel is tuned for.
     pub pattern: Pattern,
+    /// Fused epilogues to generate next to the plain SpMV (`epilogues =
+    /// ["axpby", "dot", "axpby-dot"]`, optional, in declaration order).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub epilogues: Vec<sparserl_rt::Epilogue>,
 }
 
 /// Sparse operation of a kernel.
@@ -918,13 +922,70 @@ fn parse_kernel(cx: &Cx<'_>, path: String, table: &Table) -> Result<KernelDecl, 
         }
     };
 
+    let epilogues = match f.opt("epilogues") {
+        None => Vec::new(),
+        Some(v) => parse_epilogues(cx, &f.key("epilogues"), v)?,
+    };
+
     Ok(KernelDecl {
         name: name.to_string(),
         type_name,
         op,
         value,
         pattern,
+        epilogues,
     })
+}
+
+/// `epilogues = ["dot", ...]`: known names, each at most once.
+fn parse_epilogues(
+    cx: &Cx<'_>,
+    path: &str,
+    v: &Value,
+) -> Result<Vec<sparserl_rt::Epilogue>, DescriptorError> {
+    let names: Vec<&str> = sparserl_rt::Epilogue::ALL
+        .iter()
+        .map(|e| e.as_str())
+        .collect();
+    let Value::Array(items) = v else {
+        return Err(cx.err(
+            path,
+            format!(
+                "found {}, expected an array of {}",
+                found_typed(v),
+                one_of(&names)
+            ),
+        ));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let item_path = format!("{path}[{i}]");
+        let e = match item {
+            Value::String(s) => sparserl_rt::Epilogue::parse(s).ok_or_else(|| {
+                cx.err(
+                    &item_path,
+                    format!("found {}, expected {}", quote(s), one_of(&names)),
+                )
+            })?,
+            other => {
+                return Err(cx.err(
+                    &item_path,
+                    format!("found {}, expected {}", found_typed(other), one_of(&names)),
+                ));
+            }
+        };
+        if out.contains(&e) {
+            return Err(cx.err(
+                &item_path,
+                format!(
+                    "found {} twice, expected each epilogue at most once",
+                    quote(e.as_str())
+                ),
+            ));
+        }
+        out.push(e);
+    }
+    Ok(out)
 }
 
 /// Validates a kernel name and returns its UpperCamelCase type name.
@@ -1515,6 +1576,7 @@ mod tests {
                 type_name: "Laplace2d".into(),
                 op: Op::Spmv,
                 value: ValueType::F32,
+                epilogues: vec![],
                 pattern: Pattern::Stencil {
                     grid: vec![1024, 1024],
                     points: 5
@@ -1684,6 +1746,7 @@ mod tests {
         .unwrap();
         assert_ne!(json, c.kernels[0].canonical_json());
         let mm = KernelDecl {
+            epilogues: vec![],
             pattern: Pattern::MatrixMarket {
                 path: PathBuf::from("data/a.mtx"),
             },

@@ -36,6 +36,28 @@ fn variant_expr(v: &sparserl_rt::Variant) -> String {
     )
 }
 
+fn fused_list(fused: &[(String, Option<String>, String)]) -> String {
+    fused
+        .iter()
+        .filter_map(|(ep, entry, fallback)| {
+            let variant = match sparserl_rt::Epilogue::parse(ep)? {
+                sparserl_rt::Epilogue::Axpby => "Axpby",
+                sparserl_rt::Epilogue::Dot => "Dot",
+                sparserl_rt::Epilogue::AxpbyDot => "AxpbyDot",
+            };
+            let entry = match entry {
+                Some(e) => format!("Some({})", rust_str(e)),
+                None => "None".into(),
+            };
+            Some(format!(
+                "::sparserl_rt::FusedEntry {{ epilogue: ::sparserl_rt::Epilogue::{variant}, entry: {entry}, fallback_entry: {} }}",
+                rust_str(fallback)
+            ))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn f64_lit(x: f64) -> String {
     if x.is_finite() {
         format!("{x:?}_f64")
@@ -91,6 +113,7 @@ pub fn render(entries: &[(String, Entry)]) -> String {
              \x20   fallback_ptx: {fptx},\n\
              \x20   tuned_for: ::sparserl_rt::TunedFor {{ mean_row: {m}, cv_row: {cv}, max_over_mean: {mm} }},\n\
              \x20   ptx_by_arch: &[{archs}],\n\
+             \x20   fused: &[{fused}],\n\
              }};\n\n\
              impl ::sparserl_rt::SpmvKernel for {type_name} {{\n\
              \x20   type Value = {rust_ty};\n\
@@ -118,6 +141,7 @@ pub fn render(entries: &[(String, Entry)]) -> String {
             cv = f64_lit(e.tuned_for[1]),
             mm = f64_lit(e.tuned_for[2]),
             archs = arch_list(&e.name, &e.ptx_by_arch),
+            fused = fused_list(&e.fused),
         );
     }
     s.push_str("/// Every kernel declared by this crate, in declaration order.\n");

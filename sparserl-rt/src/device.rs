@@ -8,11 +8,13 @@ use crate::error::{RtError, is_sticky};
 use crate::features::Features;
 use crate::variant::ValueType;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, DriverError, ValidAsZeroBits, sys,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError,
+    ValidAsZeroBits, sys,
 };
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// L2 size assumed when the driver does not report one (H100/H200: 50 MB).
@@ -38,9 +40,16 @@ pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     functions: Arc<Mutex<HashMap<String, CudaFunction>>>,
+    /// Modules of sparserl-rt's own precompiled kernels, by key.
+    modules: Arc<Mutex<HashMap<&'static str, Arc<CudaModule>>>>,
     name: Arc<str>,
     cc: (i32, i32),
     l2_bytes: usize,
+    sm_count: usize,
+    /// Set while [`Gpu::capture`](crate::graph) records the stream.
+    capturing: Arc<AtomicBool>,
+    /// Small buffers passed for kernel parameters a launch does not use.
+    spare: Arc<(CudaSlice<f64>, CudaSlice<u32>)>,
 }
 
 impl fmt::Debug for Gpu {
@@ -86,13 +95,22 @@ impl Gpu {
             .ok()
             .filter(|&b| b > 0)
             .map_or(DEFAULT_L2_BYTES, |b| b as usize);
+        let sm_count = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .ok()
+            .filter(|&n| n > 0)
+            .map_or(1, |n| n as usize);
         Ok(Gpu {
             ctx,
-            stream,
+            stream: stream.clone(),
             functions: Arc::new(Mutex::new(HashMap::new())),
+            modules: Arc::new(Mutex::new(HashMap::new())),
             name,
             cc,
             l2_bytes,
+            sm_count,
+            capturing: Arc::new(AtomicBool::new(false)),
+            spare: Arc::new((stream.alloc_zeros::<f64>(4)?, stream.alloc_zeros::<u32>(1)?)),
         })
     }
 
@@ -126,9 +144,45 @@ impl Gpu {
         &self.ctx
     }
 
+    /// Spare device buffers for parameters a kernel does not read or write.
+    pub(crate) fn spare(&self) -> &(CudaSlice<f64>, CudaSlice<u32>) {
+        &self.spare
+    }
+
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(&self) -> usize {
+        self.sm_count
+    }
+
     /// Waits for all work queued on [`Gpu::stream`].
+    ///
+    /// [`RtError::Capturing`] while the stream is being captured.
     pub fn synchronize(&self) -> Result<(), RtError> {
+        self.check_not_capturing("Gpu::synchronize")?;
         Ok(self.stream.synchronize()?)
+    }
+
+    /// Whether [`Gpu::capture`] is recording this Gpu's stream right now.
+    pub fn is_capturing(&self) -> bool {
+        self.capturing.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_capturing(&self, on: bool) {
+        self.capturing.store(on, Ordering::Release);
+    }
+
+    /// [`RtError::Capturing`] naming `call` while the stream is captured.
+    pub(crate) fn check_not_capturing(&self, call: &'static str) -> Result<(), RtError> {
+        if self.is_capturing() {
+            return Err(RtError::Capturing { call });
+        }
+        Ok(())
+    }
+
+    /// Whether `stream` is this Gpu's stream (device data remembers the
+    /// stream it was created on; see [`check_owner`]).
+    pub(crate) fn owns(&self, stream: &Arc<CudaStream>) -> bool {
+        Arc::ptr_eq(&self.stream, stream)
     }
 
     /// The function `entry`, loading it on first use from the PTX that
@@ -161,6 +215,38 @@ impl Gpu {
         let f = module.load_function(entry).map_err(load_err)?;
         map.insert(entry.to_string(), f.clone());
         Ok(f)
+    }
+
+    /// The function `entry` of the static module `key` (PTX `ptx`), the
+    /// module loaded once per `Gpu` and key.
+    pub(crate) fn static_function(
+        &self,
+        key: &'static str,
+        ptx: &'static str,
+        entry: &str,
+    ) -> Result<CudaFunction, RtError> {
+        let module = {
+            let mut map = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+            match map.get(key) {
+                Some(m) => m.clone(),
+                None => {
+                    let m =
+                        self.ctx.load_module(Ptx::from_src(ptx)).map_err(|e| {
+                            match is_sticky(&e) {
+                                true => RtError::from(e),
+                                false => {
+                                    RtError::Compile(format!("loading module `{key}` failed: {e}"))
+                                }
+                            }
+                        })?;
+                    map.insert(key, m.clone());
+                    m
+                }
+            }
+        };
+        module.load_function(entry).map_err(|e| {
+            RtError::Compile(format!("module `{key}` has no usable entry `{entry}`: {e}"))
+        })
     }
 
     /// The function `entry` of `ptx`, loaded once per entry (see [`Gpu::function_or_load`]).
@@ -260,9 +346,11 @@ pub struct DeviceCsr<T: Scalar> {
     binned: Option<DeviceBinned>,
     tiled: Option<DeviceTiled>,
     narrow: Option<CudaSlice<i16>>,
-    /// The stream of the upload ([`Gpu::stream`]): binned and tiled kernels write the
-    /// matrix's scratch, so they may only run there.
+    /// The stream of the upload ([`Gpu::stream`]): every kernel on this
+    /// matrix runs there (checked), so its memory is freed in stream order.
     stream: Arc<CudaStream>,
+    /// Whether all three CSR arrays are held (see [`Layouts::csr`]).
+    csr: bool,
 }
 
 /// The row-binned layout of a [`DeviceCsr`] (see [`crate::binned`]).
@@ -366,6 +454,13 @@ pub struct Layouts {
     pub tiled: bool,
     /// The 16-bit column offsets of [`Strategy::Narrow`](crate::Strategy::Narrow) kernels.
     pub narrow: bool,
+    /// Keep the CSR arrays. `false` keeps only what the built layout's
+    /// kernels read when a layout that stands alone was built: nothing more
+    /// for the diagonal layout, the row pointers and values (not the column
+    /// indices) for the narrow one. The nnz-balanced fallback needs all
+    /// three CSR arrays, so a matrix without them always runs its layout's
+    /// kernel. Ignored (the arrays are kept) when neither layout was built.
+    pub csr: bool,
 }
 
 impl Layouts {
@@ -375,6 +470,7 @@ impl Layouts {
         binned: true,
         tiled: true,
         narrow: true,
+        csr: true,
     };
     /// CSR only.
     pub const NONE: Layouts = Layouts {
@@ -382,7 +478,25 @@ impl Layouts {
         binned: false,
         tiled: false,
         narrow: false,
+        csr: true,
     };
+
+    /// The least device memory `variant` can run from: its layout alone
+    /// where its kernels need no CSR array (diagonal; narrow keeps row
+    /// pointers and values), else CSR plus its layout.
+    ///
+    /// ```
+    /// use sparserl_rt::{Layouts, Strategy, Variant};
+    /// let l = Layouts::lean(&Variant::of(Strategy::Diagonal));
+    /// assert!(l.diagonal && !l.csr);
+    /// assert!(Layouts::lean(&Variant::of(Strategy::Tiled)).csr);
+    /// ```
+    pub fn lean(variant: &crate::Variant) -> Layouts {
+        use crate::Strategy;
+        let mut l = Layouts::for_variants(&[*variant]);
+        l.csr = !matches!(variant.strategy, Strategy::Diagonal | Strategy::Narrow);
+        l
+    }
 
     /// The layouts that kernels of these variants read.
     pub fn for_variants(variants: &[crate::Variant]) -> Layouts {
@@ -393,6 +507,7 @@ impl Layouts {
             binned: has(Strategy::Binned),
             tiled: has(Strategy::Tiled),
             narrow: has(Strategy::Narrow),
+            csr: true,
         }
     }
 }
@@ -508,6 +623,11 @@ impl<T: Scalar> DeviceCsr<T> {
             Some(off) => Some(gpu.stream.clone_htod(&off)?),
             None => None,
         };
+        // Which CSR arrays to hold: all, unless a layout that stands alone
+        // was built and the caller asked for it alone.
+        let standalone = dia.is_some() || narrow.is_some();
+        let keep_all = layouts.csr || !standalone || binned.is_some() || tiled.is_some();
+        let keep_rows = keep_all || narrow.is_some();
         Ok(DeviceCsr {
             dia,
             binned,
@@ -517,9 +637,22 @@ impl<T: Scalar> DeviceCsr<T> {
             rows: csr.rows(),
             cols: csr.cols(),
             nnz: csr.nnz(),
-            indptr: gpu.stream.clone_htod(&indptr)?,
-            indices: upload_padded(gpu, &indices)?,
-            values: upload_padded(gpu, values)?,
+            indptr: if keep_rows {
+                gpu.stream.clone_htod(&indptr)?
+            } else {
+                gpu.stream.alloc_zeros::<i32>(1)?
+            },
+            indices: if keep_all {
+                upload_padded(gpu, &indices)?
+            } else {
+                gpu.stream.alloc_zeros::<i32>(1)?
+            },
+            values: if keep_rows {
+                upload_padded(gpu, values)?
+            } else {
+                gpu.stream.alloc_zeros::<T>(1)?
+            },
+            csr: keep_all,
             features,
         })
     }
@@ -540,11 +673,13 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn features(&self) -> &Features {
         &self.features
     }
-    /// Row pointers (`rows + 1` entries).
+    /// Row pointers (`rows + 1` entries; a one-element placeholder when
+    /// neither the CSR arrays nor the narrow layout were kept, see [`DeviceCsr::has_csr`]).
     pub fn indptr(&self) -> &CudaSlice<i32> {
         &self.indptr
     }
-    /// Column indices (at least one element; only the first `nnz` are meaningful).
+    /// Column indices (at least one element; only the first `nnz` are
+    /// meaningful; a one-element placeholder when `!has_csr()`).
     pub fn indices(&self) -> &CudaSlice<i32> {
         &self.indices
     }
@@ -555,6 +690,24 @@ impl<T: Scalar> DeviceCsr<T> {
     /// Device memory held by the CSR arrays, in bytes.
     pub fn device_bytes(&self) -> usize {
         self.indptr.num_bytes() + self.indices.num_bytes() + self.values.num_bytes()
+    }
+    /// Device memory held by the matrix in all: the CSR arrays kept and every
+    /// layout built, in bytes.
+    pub fn total_device_bytes(&self) -> usize {
+        self.device_bytes()
+            + self
+                .dia
+                .as_ref()
+                .map_or(0, |d| d.offsets.num_bytes() + d.values.num_bytes())
+            + self
+                .binned
+                .as_ref()
+                .map_or(0, |b| b.meta.num_bytes() + b.scratch.num_bytes())
+            + self
+                .tiled
+                .as_ref()
+                .map_or(0, |t| t.meta.num_bytes() + t.scratch.num_bytes())
+            + self.narrow.as_ref().map_or(0, |n| n.num_bytes())
     }
     /// The diagonal layout, when the matrix qualified for it at upload and it
     /// was not dropped.
@@ -583,7 +736,7 @@ impl<T: Scalar> DeviceCsr<T> {
             crate::Strategy::Binned => self.binned.is_some(),
             crate::Strategy::Tiled => self.tiled.is_some(),
             crate::Strategy::Narrow => self.narrow.is_some(),
-            _ => true,
+            _ => self.csr,
         }
     }
     /// Device memory of the arrays that a kernel of `strategy` reads, in bytes
@@ -617,8 +770,22 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn same_stream(&self, gpu: &Gpu) -> bool {
         Arc::ptr_eq(&self.stream, &gpu.stream)
     }
-    /// Frees the layouts other than CSR (kernels that need them then fall back).
+    /// [`RtError::ForeignOperand`] unless this matrix was uploaded with `gpu`.
+    pub fn check_gpu(&self, gpu: &Gpu) -> Result<(), RtError> {
+        check_owner(gpu, &self.stream, "the matrix")
+    }
+    /// Whether the CSR arrays were kept at upload ([`Layouts::csr`]); without
+    /// them only the kernels of the layout that was built can run.
+    pub fn has_csr(&self) -> bool {
+        self.csr
+    }
+    /// Frees the layouts other than CSR (kernels that need them then fall
+    /// back). Does nothing on a matrix uploaded without its CSR arrays
+    /// ([`Layouts::csr`]): its layout is all it has.
     pub fn drop_layouts(&mut self) {
+        if !self.csr {
+            return;
+        }
         self.dia = None;
         self.binned = None;
         self.tiled = None;
@@ -626,10 +793,29 @@ impl<T: Scalar> DeviceCsr<T> {
     }
 }
 
-/// A dense vector on the device.
+/// [`RtError::ForeignOperand`] unless `stream` is `gpu`'s stream: every
+/// launch and vector operation checks each operand with it, so device memory
+/// is only ever read and written on the one stream it was allocated and will
+/// be freed on (stream order then rules out use-after-free and races).
+pub(crate) fn check_owner(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    what: &'static str,
+) -> Result<(), RtError> {
+    if gpu.owns(stream) {
+        Ok(())
+    } else {
+        Err(RtError::ForeignOperand { what })
+    }
+}
+
+/// A dense vector on the device, tied to the [`Gpu`] (context and stream)
+/// that created it: operations with another `Gpu` are refused
+/// ([`RtError::ForeignOperand`]).
 pub struct DeviceVec<T: Scalar> {
     buf: CudaSlice<T>,
     len: usize,
+    stream: Arc<CudaStream>,
 }
 
 impl<T: Scalar> fmt::Debug for DeviceVec<T> {
@@ -644,22 +830,33 @@ impl<T: Scalar> fmt::Debug for DeviceVec<T> {
 impl<T: Scalar> DeviceVec<T> {
     /// Copies a host slice to the device.
     pub fn from_host(gpu: &Gpu, data: &[T]) -> Result<Self, RtError> {
+        gpu.check_not_capturing("DeviceVec::from_host")?;
         Ok(DeviceVec {
             buf: upload_padded(gpu, data)?,
             len: data.len(),
+            stream: gpu.stream.clone(),
         })
     }
 
     /// A vector of `n` zeros.
     pub fn zeros(gpu: &Gpu, n: usize) -> Result<Self, RtError> {
+        gpu.check_not_capturing("DeviceVec::zeros")?;
         Ok(DeviceVec {
             buf: gpu.stream.alloc_zeros::<T>(n.max(1))?,
             len: n,
+            stream: gpu.stream.clone(),
         })
+    }
+
+    /// [`RtError::ForeignOperand`] (naming `what`) unless this vector belongs to `gpu`.
+    pub fn check_gpu(&self, gpu: &Gpu, what: &'static str) -> Result<(), RtError> {
+        check_owner(gpu, &self.stream, what)
     }
 
     /// Overwrites the vector with `data` (same length).
     pub fn copy_from_host(&mut self, gpu: &Gpu, data: &[T]) -> Result<(), RtError> {
+        self.check_gpu(gpu, "the vector")?;
+        gpu.check_not_capturing("DeviceVec::copy_from_host")?;
         if data.len() != self.len {
             return Err(RtError::DimensionMismatch {
                 what: "host data",
@@ -675,6 +872,8 @@ impl<T: Scalar> DeviceVec<T> {
 
     /// Copies the vector back to the host (waits for queued work).
     pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<T>, RtError> {
+        self.check_gpu(gpu, "the vector")?;
+        gpu.check_not_capturing("DeviceVec::to_host")?;
         let mut v = gpu.stream.clone_dtoh(&self.buf)?;
         v.truncate(self.len);
         Ok(v)

@@ -90,6 +90,42 @@ pub enum RtError {
         /// Why the layout is missing.
         reason: String,
     },
+    /// An operand belongs to another [`Gpu`](crate::Gpu) (another context or
+    /// stream) than the one the call runs on.
+    #[error(
+        "{what} belongs to another Gpu (context/stream) than the one this call runs on; \
+         device data may only be used with the Gpu that created it"
+    )]
+    ForeignOperand {
+        /// Which operand.
+        what: &'static str,
+    },
+    /// A host-synchronising call (download, scalar read, synchronize, upload
+    /// from host memory) was made while the Gpu's stream is being captured
+    /// into a CUDA graph.
+    #[error(
+        "{call} waits for or copies host memory and cannot run while the stream is being \
+         captured into a CUDA graph (call it before or after `Gpu::capture`)"
+    )]
+    Capturing {
+        /// The refused call.
+        call: &'static str,
+    },
+    /// A fused SpMV epilogue was requested that the kernel was not generated with.
+    #[error(
+        "kernel `{kernel}` was generated without the `{epilogue}` epilogue: add \
+         `epilogues = [\"{epilogue}\"]` to its declaration under \
+         [[package.metadata.sparserl.kernel]]"
+    )]
+    EpilogueNotGenerated {
+        /// Kernel name.
+        kernel: String,
+        /// The epilogue's descriptor name.
+        epilogue: &'static str,
+    },
+    /// A solver or vector operation got an argument outside its domain.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
 }
 
 impl RtError {

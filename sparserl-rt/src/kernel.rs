@@ -76,6 +76,9 @@ pub struct KernelSpec {
     pub tuned_for: TunedFor,
     /// PTX per target architecture (`ptx` / `fallback_ptx` hold the lowest).
     pub ptx_by_arch: &'static [ArchPtx],
+    /// The fused epilogues generated for this kernel (declared with
+    /// `epilogues = [...]`), their entries in the same PTX modules.
+    pub fused: &'static [crate::FusedEntry],
 }
 
 impl KernelSpec {
@@ -130,6 +133,7 @@ mod tests {
                 max_over_mean: 1.0,
             },
             ptx_by_arch: &ARCHS,
+            fused: &[],
         };
         assert_eq!(spec.ptx_for((9, 0)), (Some("p90"), Some("f90")));
         assert_eq!(spec.ptx_for((8, 6)), (Some("p80"), Some("f80")));

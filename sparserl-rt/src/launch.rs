@@ -24,9 +24,11 @@
 
 use crate::csr::Csr;
 use crate::device::{DeviceCsr, DeviceVec, Gpu, Layouts, Scalar};
+use crate::epilogue::Epilogue;
 use crate::error::RtError;
 use crate::features::Features;
 use crate::kernel::KernelSpec;
+use crate::scalar::{DeviceCoefs, DeviceScalar};
 use crate::variant::{Strategy, Variant};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use std::collections::BTreeSet;
@@ -144,7 +146,35 @@ pub fn resolve(
     features: &Features,
     has_layout: bool,
 ) -> Result<(CudaFunction, Variant), RtError> {
+    resolve_entry(gpu, spec, features, has_layout, true, None)
+}
+
+/// [`resolve`] for the plain entry (`epilogue` `None`) or a fused one;
+/// `has_csr` false (a matrix holding only its layout) keeps the tuned
+/// variant even where dispatch would prefer the fallback, which needs CSR.
+pub fn resolve_entry(
+    gpu: &Gpu,
+    spec: &KernelSpec,
+    features: &Features,
+    has_layout: bool,
+    has_csr: bool,
+    epilogue: Option<Epilogue>,
+) -> Result<(CudaFunction, Variant), RtError> {
     let (ptx, fallback_ptx) = spec.ptx_for(gpu.compute_capability());
+    let (entry, fallback_entry, fused_variant) = match epilogue {
+        None => (Some(spec.entry), spec.fallback_entry, Variant::FALLBACK),
+        Some(ep) => {
+            let f = spec
+                .fused
+                .iter()
+                .find(|f| f.epilogue == ep)
+                .ok_or_else(|| RtError::EpilogueNotGenerated {
+                    kernel: spec.name.to_string(),
+                    epilogue: ep.as_str(),
+                })?;
+            (f.entry, f.fallback_entry, Variant::FUSED_FALLBACK)
+        }
+    };
     let decision = if spec.variant.strategy.needs_layout() && !has_layout {
         Dispatch::Fallback {
             reason: format!(
@@ -152,28 +182,51 @@ pub fn resolve(
                 spec.variant.strategy.as_str()
             ),
         }
+    } else if !has_csr {
+        // Only the layout is on the device: its kernel is the one that can run.
+        Dispatch::Tuned
     } else {
         dispatch(spec, features)
     };
-    match decision {
-        Dispatch::Tuned => Ok((
-            load_entry(gpu, spec.name, spec.entry, ptx, spec.source)?,
+    match (decision, entry) {
+        (Dispatch::Tuned, Some(entry)) => Ok((
+            load_entry(gpu, spec.name, entry, ptx, spec.source)?,
             spec.variant,
         )),
-        Dispatch::Fallback { reason } => {
-            warn_fallback_once(spec.name, &reason);
+        (decision, _) => {
+            if !has_csr {
+                return Err(RtError::LayoutUnavailable {
+                    variant: spec.variant.id(),
+                    reason: "the matrix was uploaded without its CSR arrays (Layouts::csr = \
+                             false) and without the layout of the tuned kernel; the \
+                             fallback needs row pointers, column indices and values"
+                        .into(),
+                });
+            }
+            if let Dispatch::Fallback { reason } = decision {
+                warn_fallback_once(spec.name, &reason);
+            }
             Ok((
                 load_entry(
                     gpu,
                     spec.name,
-                    spec.fallback_entry,
+                    fallback_entry,
                     fallback_ptx,
                     spec.fallback_source,
                 )?,
-                Variant::FALLBACK,
+                fused_variant,
             ))
         }
     }
+}
+
+/// The epilogue operands of a fused launch (device pointers appended to the
+/// kernel ABI: `coef`, `w`, `dot`, `ticket`).
+pub(crate) struct EpArgs<'a, T: Scalar> {
+    pub coef: &'a CudaSlice<f64>,
+    pub w: &'a CudaSlice<T>,
+    pub dot: &'a CudaSlice<f64>,
+    pub ticket: &'a CudaSlice<u32>,
 }
 
 /// Launches one SpMV `y = A x` of the kernel ABI on [`Gpu::stream`]
@@ -189,6 +242,26 @@ pub fn launch_variant<T: Scalar>(
     x: &CudaSlice<T>,
     y: &mut CudaSlice<T>,
 ) -> Result<(), RtError> {
+    launch_variant_ep(gpu, func, variant, a, x, y, None)
+}
+
+/// [`launch_variant`] with the epilogue operands of a fused entry.
+pub(crate) fn launch_variant_ep<T: Scalar>(
+    gpu: &Gpu,
+    func: &CudaFunction,
+    variant: &Variant,
+    a: &DeviceCsr<T>,
+    x: &CudaSlice<T>,
+    y: &mut CudaSlice<T>,
+    ep: Option<EpArgs<'_, T>>,
+) -> Result<(), RtError> {
+    a.check_gpu(gpu)?;
+    if ep.is_some() && !variant.strategy.fuses_epilogue() {
+        return Err(RtError::InvalidVariant {
+            variant: variant.id(),
+            reason: "nnz-split kernels cannot fuse an epilogue".into(),
+        });
+    }
     variant
         .validate()
         .map_err(|reason| RtError::InvalidVariant {
@@ -209,19 +282,15 @@ pub fn launch_variant<T: Scalar>(
             found: y.len(),
         });
     }
+    if !variant.strategy.needs_layout() && !a.has_csr() {
+        return Err(RtError::LayoutUnavailable {
+            variant: variant.id(),
+            reason: "the matrix was uploaded without its CSR arrays (Layouts::csr = false)".into(),
+        });
+    }
     let stream = gpu.stream();
     if variant.needs_zeroed_y() {
         stream.memset_zeros(y)?;
-    }
-    if matches!(variant.strategy, Strategy::Binned | Strategy::Tiled) && !a.same_stream(gpu) {
-        return Err(RtError::LayoutUnavailable {
-            variant: variant.id(),
-            reason: format!(
-                "{} kernels write the matrix's scratch and must run on the stream (Gpu) the \
-                 matrix was uploaded with",
-                variant.strategy.as_str()
-            ),
-        });
     }
     // Grid, and the `meta` / `scratch` pair that binned and tiled kernels
     // take after `y`.
@@ -304,6 +373,9 @@ pub fn launch_variant<T: Scalar>(
             builder.arg(meta).arg(scratch);
         }
     }
+    if let Some(ep) = &ep {
+        builder.arg(ep.coef).arg(ep.w).arg(ep.dot).arg(ep.ticket);
+    }
     // SAFETY: the arguments match the generated ABI in type and order
     // (int, int, int, const int*, const int*, const T*, const T*, T*) with
     // `T` = `Scalar::TYPE`. CSR kernels: `indptr` has rows + 1 entries,
@@ -319,7 +391,11 @@ pub fn launch_variant<T: Scalar>(
     // overlap, so no two kernels touch `scratch` at once. `x`/`y` were checked above to hold
     // at least cols/rows entries, so the kernel only touches memory inside
     // these buffers, which outlive the queued launch (they are freed in
-    // stream order on the same stream).
+    // stream order on the same stream: the matrix was checked to belong to
+    // `gpu` here, the vectors by the callers). Fused entries additionally get
+    // `coef` (3 doubles), `w` (at least rows entries, checked by the caller),
+    // `dot` ({result, accumulator}) and `ticket` (one counter), accumulator
+    // and ticket zero between launches as the kernels leave them.
     unsafe { builder.launch(cfg) }?;
     Ok(())
 }
@@ -381,15 +457,100 @@ pub trait SpmvKernel {
     fn upload(&self, gpu: &Gpu, a: &Csr) -> Result<DeviceCsr<Self::Value>, RtError> {
         DeviceCsr::upload_with(gpu, a, Layouts::for_variants(&[self.spec().variant]))
     }
+
+    /// Uploads `a` for this kernel with the least device memory: only the
+    /// tuned variant's layout where its kernels need no CSR array
+    /// ([`Layouts::lean`]: diagonal; narrow keeps row pointers and values),
+    /// else as [`SpmvKernel::upload`]. A matrix without CSR arrays always
+    /// runs the tuned kernel (the nnz-balanced fallback needs CSR).
+    fn upload_lean(&self, gpu: &Gpu, a: &Csr) -> Result<DeviceCsr<Self::Value>, RtError> {
+        DeviceCsr::upload_with(gpu, a, Layouts::lean(&self.spec().variant))
+    }
+
+    /// Queues a fused SpMV (see [`Fused`]); [`RtError::EpilogueNotGenerated`]
+    /// when the kernel's declaration does not list that epilogue.
+    fn spmv_fused(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceCsr<Self::Value>,
+        x: &DeviceVec<Self::Value>,
+        y: &mut DeviceVec<Self::Value>,
+        fused: Fused<'_, Self::Value>,
+    ) -> Result<(), RtError> {
+        spmv_fused_with_spec(self.spec(), gpu, a, x, y, fused)
+    }
+
+    /// `y = alpha A x + beta y + gamma` in one kernel, `{alpha, beta, gamma}`
+    /// read on the device when it runs (declare `epilogues = ["axpby"]`).
+    fn spmv_axpby(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceCsr<Self::Value>,
+        coefs: &DeviceCoefs,
+        x: &DeviceVec<Self::Value>,
+        y: &mut DeviceVec<Self::Value>,
+    ) -> Result<(), RtError> {
+        self.spmv_fused(gpu, a, x, y, Fused::Axpby { coefs })
+    }
+
+    /// `y = A x` and `dot = x . y` in one kernel (CG's `p . A p`; square
+    /// matrices; declare `epilogues = ["dot"]`). The result stays on the device.
+    fn spmv_dot(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceCsr<Self::Value>,
+        x: &DeviceVec<Self::Value>,
+        y: &mut DeviceVec<Self::Value>,
+        dot: &DeviceScalar,
+    ) -> Result<(), RtError> {
+        self.spmv_fused(gpu, a, x, y, Fused::Dot { w: x, dot })
+    }
 }
 
-/// The body of [`SpmvKernel::spmv`] for an explicit spec.
-pub fn spmv_with_spec<T: Scalar>(
+/// The epilogue of a fused SpMV and its operands.
+#[derive(Debug, Clone, Copy)]
+pub enum Fused<'a, T: Scalar> {
+    /// `y = alpha A x + beta y + gamma`.
+    Axpby {
+        /// `{alpha, beta, gamma}`.
+        coefs: &'a DeviceCoefs,
+    },
+    /// `y = A x`, `dot = w . y` (`w` has `rows` entries).
+    Dot {
+        /// The weights.
+        w: &'a DeviceVec<T>,
+        /// Where the result goes (it stays on the device).
+        dot: &'a DeviceScalar,
+    },
+    /// `y = alpha A x + beta y + gamma`, then `dot = w . y`.
+    AxpbyDot {
+        /// `{alpha, beta, gamma}`.
+        coefs: &'a DeviceCoefs,
+        /// The weights.
+        w: &'a DeviceVec<T>,
+        /// Where the result goes.
+        dot: &'a DeviceScalar,
+    },
+}
+
+impl<T: Scalar> Fused<'_, T> {
+    /// Which epilogue this is.
+    pub fn epilogue(&self) -> Epilogue {
+        match self {
+            Fused::Axpby { .. } => Epilogue::Axpby,
+            Fused::Dot { .. } => Epilogue::Dot,
+            Fused::AxpbyDot { .. } => Epilogue::AxpbyDot,
+        }
+    }
+}
+
+/// Checks value type, shapes and owners of an SpMV's operands.
+fn check_operands<T: Scalar>(
     spec: &KernelSpec,
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     x: &DeviceVec<T>,
-    y: &mut DeviceVec<T>,
+    y: &DeviceVec<T>,
 ) -> Result<(), RtError> {
     if spec.value != T::TYPE {
         return Err(RtError::WrongValueType {
@@ -398,6 +559,9 @@ pub fn spmv_with_spec<T: Scalar>(
             found: T::TYPE,
         });
     }
+    a.check_gpu(gpu)?;
+    x.check_gpu(gpu, "x")?;
+    y.check_gpu(gpu, "y")?;
     if x.len() != a.cols() {
         return Err(RtError::DimensionMismatch {
             what: "x (must have cols entries)",
@@ -412,7 +576,85 @@ pub fn spmv_with_spec<T: Scalar>(
             found: y.len(),
         });
     }
-    let (func, variant) = resolve(gpu, spec, a.features(), a.has_layout(spec.variant.strategy))?;
+    Ok(())
+}
+
+/// The body of [`SpmvKernel::spmv_fused`] for an explicit spec.
+pub fn spmv_fused_with_spec<T: Scalar>(
+    spec: &KernelSpec,
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    x: &DeviceVec<T>,
+    y: &mut DeviceVec<T>,
+    fused: Fused<'_, T>,
+) -> Result<(), RtError> {
+    check_operands(spec, gpu, a, x, y)?;
+    let (coefs, w, dot) = match fused {
+        Fused::Axpby { coefs } => (Some(coefs), None, None),
+        Fused::Dot { w, dot } => (None, Some(w), Some(dot)),
+        Fused::AxpbyDot { coefs, w, dot } => (Some(coefs), Some(w), Some(dot)),
+    };
+    if let Some(c) = coefs {
+        c.check_gpu(gpu, "the coefficients")?;
+    }
+    if let Some(w) = w {
+        w.check_gpu(gpu, "the dot weights w")?;
+        if w.len() != a.rows() {
+            return Err(RtError::DimensionMismatch {
+                what: "w (the dot weights must have rows entries)",
+                expected: a.rows(),
+                found: w.len(),
+            });
+        }
+    }
+    if let Some(d) = dot {
+        d.check_gpu(gpu, "the dot scalar")?;
+    }
+    let (func, variant) = resolve_entry(
+        gpu,
+        spec,
+        a.features(),
+        a.has_layout(spec.variant.strategy),
+        a.has_csr(),
+        Some(fused.epilogue()),
+    )?;
+    // Operands an epilogue does not read still need valid pointers of the
+    // right types: x for w, the scalar's buffer for coef, and so on.
+    let spare = gpu.spare();
+    let ep = EpArgs {
+        coef: coefs.map_or_else(|| dot.map_or(&spare.0, |d| &d.buf), |c| &c.buf),
+        w: w.map_or(x.as_slice(), |w| w.as_slice()),
+        dot: dot.map_or(&spare.0, |d| &d.buf),
+        ticket: dot.map_or(&spare.1, |d| &d.ticket),
+    };
+    launch_variant_ep(
+        gpu,
+        &func,
+        &variant,
+        a,
+        x.as_slice(),
+        y.as_mut_slice(),
+        Some(ep),
+    )
+}
+
+/// The body of [`SpmvKernel::spmv`] for an explicit spec.
+pub fn spmv_with_spec<T: Scalar>(
+    spec: &KernelSpec,
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    x: &DeviceVec<T>,
+    y: &mut DeviceVec<T>,
+) -> Result<(), RtError> {
+    check_operands(spec, gpu, a, x, y)?;
+    let (func, variant) = resolve_entry(
+        gpu,
+        spec,
+        a.features(),
+        a.has_layout(spec.variant.strategy),
+        a.has_csr(),
+        None,
+    )?;
     launch_variant(gpu, &func, &variant, a, x.as_slice(), y.as_mut_slice())
 }
 
@@ -435,6 +677,7 @@ mod tests {
             fallback_source: "",
             fallback_ptx: None,
             ptx_by_arch: &[],
+            fused: &[],
             tuned_for: tuned,
         }
     }

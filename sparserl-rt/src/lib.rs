@@ -23,13 +23,21 @@ pub mod tiled;
 pub use features::Features;
 pub use kernel::{ArchPtx, KernelSpec, Provenance, TunedFor, arch_number};
 pub mod device;
+pub mod epilogue;
 pub mod error;
+pub mod graph;
 pub mod launch;
 pub mod measure;
 pub mod nvrtc;
+pub mod ops;
+pub mod scalar;
+pub mod solvers;
 pub use device::{
     DeviceBinned, DeviceCsr, DeviceDia, DeviceTiled, DeviceVec, Gpu, Layouts, Scalar, validate_raw,
 };
+pub use epilogue::{Epilogue, FusedEntry};
 pub use error::RtError;
-pub use launch::{Dispatch, SpmvKernel, dispatch, launch_variant};
+pub use graph::Graph;
+pub use launch::{Dispatch, Fused, SpmvKernel, dispatch, launch_variant};
 pub use measure::{Bench, MeasureOptions, Measurement, copy_bandwidth_gbs, tolerance};
+pub use scalar::{Coef, DeviceCoefs, DeviceScalar};

@@ -111,6 +111,12 @@ impl Strategy {
         Strategy::BlockPerRow,
         Strategy::NnzSplit,
     ];
+    /// Whether kernels of this strategy can fuse an epilogue
+    /// ([`crate::Epilogue`]): they write each `y[r]` once with its final
+    /// value (all but nnz-split, which adds into `y` with atomics).
+    pub const fn fuses_epilogue(self) -> bool {
+        !matches!(self, Strategy::NnzSplit)
+    }
     /// Whether the strategy reads a layout other than CSR (built at upload
     /// when the matrix allows it, see [`crate::DeviceCsr`]).
     pub const fn needs_layout(self) -> bool {
@@ -184,6 +190,14 @@ impl Variant {
 
     /// The nnz-balanced fallback that is safe and reasonably fast for any shape.
     pub const FALLBACK: Variant = Variant::of(Strategy::NnzSplit);
+
+    /// The fallback of fused-epilogue entries: one warp per row, safe for
+    /// any shape; it shares the block size and the x-load and y-store knobs
+    /// of [`Variant::FALLBACK`], so both compile into one module.
+    pub const FUSED_FALLBACK: Variant = Variant {
+        lanes: 32,
+        ..Variant::of(Strategy::GroupPerRow)
+    };
 
     /// Fields the strategy ignores set to their canonical values.
     pub const fn canonical(self) -> Variant {

@@ -15,6 +15,7 @@ mod policy;
 mod provision;
 mod retune;
 mod test;
+mod vector_ptx;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -48,6 +49,8 @@ enum Cmd {
     Train(policy::TrainArgs),
     /// Evaluate the committed policy offline on its held-out H200 measurements.
     EvalPolicy(policy::EvalArgs),
+    /// Compile sparserl-rt's vector kernels to the PTX the runtime embeds.
+    VectorPtx(vector_ptx::Args),
 }
 
 fn main() -> Result<()> {
@@ -62,5 +65,6 @@ fn main() -> Result<()> {
         Cmd::Explain(a) => explain::run(a),
         Cmd::Train(a) => policy::train(a),
         Cmd::EvalPolicy(a) => policy::eval(a),
+        Cmd::VectorPtx(a) => vector_ptx::run(a),
     }
 }

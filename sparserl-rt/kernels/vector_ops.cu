@@ -1,0 +1,281 @@
+// ---- vector_ops.cu: device vector operations and fused solver updates ----
+//
+// Compiled ahead of time to PTX (kernels/vector_ops.ptx, see
+// `cargo xtask vector-ptx`) and embedded in sparserl-rt, so user binaries
+// need no compiler. Every entry exists for float (_f32) and double (_f64).
+// Launch shape: VB threads per block, any grid (grid-stride loops); the
+// reductions expect every thread of the grid to reach grid_reduce.
+//
+// Device scalars are double[2] = {result, accumulator} plus an unsigned
+// ticket: the accumulator and the ticket are zero between launches; the
+// block that finishes last publishes the result and zeroes both again, so
+// a reduction needs no memset and replays in a CUDA graph.
+//
+// Coefficients are `host * (*dev)` when `dev` is not null, else `host`.
+
+#define VB 256
+#define FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ double sparserl_warp_sum(double v) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        v += __shfl_down_sync(FULL_MASK, v, off);
+    }
+    return v;
+}
+
+__device__ __forceinline__ double sparserl_coef(double host, const double* dev) {
+    return dev != nullptr ? host * dev[0] : host;
+}
+
+// Sums v[0..K) over the grid into acc[0..K). Returns true in thread 0 of the
+// block that finishes last, which then sees the totals in acc.
+template <int K>
+__device__ __forceinline__ bool sparserl_grid_reduce(double (&v)[K], double* acc,
+                                                     unsigned* ticket) {
+    __shared__ double part[K][VB / 32];
+    __shared__ bool last;
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const double s = sparserl_warp_sum(v[k]);
+        if (lane == 0) {
+            part[k][warp] = s;
+        }
+    }
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            double s = lane < VB / 32 ? part[k][lane] : 0.0;
+            s = sparserl_warp_sum(s);
+            if (lane == 0) {
+                atomicAdd(acc + k, s);
+            }
+        }
+        if (lane == 0) {
+            __threadfence();
+            last = atomicAdd(ticket, 1u) == gridDim.x - 1u;
+        }
+    }
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+        __threadfence();
+        return true;
+    }
+    return false;
+}
+
+// Reads a value other blocks added with atomics (past L1).
+__device__ __forceinline__ double sparserl_read_acc(double* p) {
+    return __ldcg(p);
+}
+
+#define GRID_LOOP(i, n)                                                           \
+    for (long long i = (long long)blockIdx.x * VB + threadIdx.x; i < (long long)(n); \
+         i += (long long)gridDim.x * VB)
+
+template <typename T>
+__device__ void fill(int n, T v, T* __restrict__ x) {
+    GRID_LOOP(i, n) { x[i] = v; }
+}
+
+template <typename T>
+__device__ void scal(int n, double ah, const double* ad, T* __restrict__ x) {
+    const double a = sparserl_coef(ah, ad);
+    GRID_LOOP(i, n) { x[i] = (T)(a * (double)x[i]); }
+}
+
+// y = a x + b y (y not read when b == 0).
+template <typename T>
+__device__ void axpby(int n, double ah, const double* ad, double bh, const double* bd,
+                      const T* __restrict__ x, T* __restrict__ y) {
+    const double a = sparserl_coef(ah, ad);
+    const double b = sparserl_coef(bh, bd);
+    if (b == 0.0) {
+        GRID_LOOP(i, n) { y[i] = (T)(a * (double)x[i]); }
+    } else {
+        GRID_LOOP(i, n) { y[i] = (T)(a * (double)x[i] + b * (double)y[i]); }
+    }
+}
+
+// c = a .* b
+template <typename T>
+__device__ void mul(int n, const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c) {
+    GRID_LOOP(i, n) { c[i] = (T)((double)a[i] * (double)b[i]); }
+}
+
+// mode 0: sum x y; 1: sqrt(sum x x); 2: sum |x - y|; 3: sum x.
+template <typename T>
+__device__ void reduce(int n, int mode, const T* __restrict__ x, const T* __restrict__ y,
+                       double* out, unsigned* ticket) {
+    double v[1] = {0.0};
+    GRID_LOOP(i, n) {
+        const double a = (double)x[i];
+        switch (mode) {
+            case 0: v[0] += a * (double)y[i]; break;
+            case 1: v[0] += a * a; break;
+            case 2: v[0] += fabs(a - (double)y[i]); break;
+            default: v[0] += a; break;
+        }
+    }
+    if (sparserl_grid_reduce<1>(v, out + 1, ticket)) {
+        const double total = sparserl_read_acc(out + 1);
+        out[0] = mode == 1 ? sqrt(total) : total;
+        out[1] = 0.0;
+        *ticket = 0u;
+        __threadfence();
+    }
+}
+
+// Conjugate gradients state (double[10]):
+//   0 rho = r.z   1 rho accumulator   2 r.r accumulator   3 alpha   4 beta
+//   5 iterations  6 flag (0 running, 1 converged this iteration, 2 done)
+//   7 threshold on r.r   8 r.r   9 unused
+// z = dinv .* r with the Jacobi preconditioner (use_dinv), else z = r.
+
+// p = z, rho = r.z, rr = r.r; flag = 2 when already below the threshold.
+template <typename T>
+__device__ void cg_init(int n, const T* __restrict__ r, const T* __restrict__ dinv, int use_dinv,
+                        T* __restrict__ p, double* st, unsigned* ticket) {
+    double v[2] = {0.0, 0.0};
+    GRID_LOOP(i, n) {
+        const double ri = (double)r[i];
+        const double zi = use_dinv ? (double)dinv[i] * ri : ri;
+        p[i] = (T)zi;
+        v[0] += ri * zi;
+        v[1] += ri * ri;
+    }
+    if (sparserl_grid_reduce<2>(v, st + 1, ticket)) {
+        const double rho = sparserl_read_acc(st + 1);
+        const double rr = sparserl_read_acc(st + 2);
+        st[0] = rho;
+        st[1] = 0.0;
+        st[2] = 0.0;
+        st[3] = 0.0;
+        st[4] = 0.0;
+        st[5] = 0.0;
+        st[8] = rr;
+        st[6] = (rr <= st[7] || rho == 0.0) ? 2.0 : 0.0;
+        *ticket = 0u;
+        __threadfence();
+    }
+}
+
+// After q = A p and pq = p.q (the SpMV's dot epilogue): alpha = rho / pq,
+// r -= alpha q, rho' = r.z, rr = r.r; the last block sets beta = rho'/rho,
+// rho = rho', counts the iteration and raises the flag on convergence.
+template <typename T>
+__device__ void cg_update_r(int n, const T* __restrict__ q, T* __restrict__ r,
+                            const T* __restrict__ dinv, int use_dinv, double* st,
+                            const double* pq, unsigned* ticket) {
+    const double flag = st[6];
+    if (flag != 0.0) {
+        // Converged earlier: mark done so that the x / p update of this
+        // iteration is skipped too (every thread returns: no ticket taken).
+        if (flag == 1.0 && blockIdx.x == 0 && threadIdx.x == 0) {
+            st[6] = 2.0;
+        }
+        return;
+    }
+    const double alpha = st[0] / pq[0];
+    double v[2] = {0.0, 0.0};
+    GRID_LOOP(i, n) {
+        const double ri = (double)r[i] - alpha * (double)q[i];
+        const T rt = (T)ri;
+        r[i] = rt;
+        const double rd = (double)rt;
+        const double zi = use_dinv ? (double)dinv[i] * rd : rd;
+        v[0] += rd * zi;
+        v[1] += rd * rd;
+    }
+    if (sparserl_grid_reduce<2>(v, st + 1, ticket)) {
+        const double rho_new = sparserl_read_acc(st + 1);
+        const double rr = sparserl_read_acc(st + 2);
+        st[4] = rho_new / st[0];
+        st[3] = alpha;
+        st[0] = rho_new;
+        st[1] = 0.0;
+        st[2] = 0.0;
+        st[8] = rr;
+        st[5] += 1.0;
+        if (rr <= st[7] || !(rr == rr) || rho_new == 0.0) {
+            st[6] = 1.0;
+        }
+        *ticket = 0u;
+        __threadfence();
+    }
+}
+
+// x += alpha p, p = z + beta p (skipped once the solve is done).
+template <typename T>
+__device__ void cg_update_xp(int n, T* __restrict__ x, T* __restrict__ p,
+                             const T* __restrict__ r, const T* __restrict__ dinv, int use_dinv,
+                             const double* st) {
+    if (st[6] == 2.0) {
+        return;
+    }
+    const double alpha = st[3];
+    const double beta = st[4];
+    GRID_LOOP(i, n) {
+        const double pi = (double)p[i];
+        x[i] = (T)((double)x[i] + alpha * pi);
+        const double ri = (double)r[i];
+        const double zi = use_dinv ? (double)dinv[i] * ri : ri;
+        p[i] = (T)(zi + beta * pi);
+    }
+}
+
+// PageRank coefficients of the next SpMV: {d, 0, (1 - d) / n + d m / n},
+// m = the dangling mass (a device scalar's result).
+__device__ void pagerank_coef(const double* dangling, double d, double inv_n, double* coef) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        coef[0] = d;
+        coef[1] = 0.0;
+        coef[2] = (1.0 - d) * inv_n + d * dangling[0] * inv_n;
+    }
+}
+
+#define INSTANTIATE(T, S)                                                                        \
+    extern "C" __global__ void __launch_bounds__(VB) sparserl_fill_##S(int n, T v, T* x) {      \
+        fill<T>(n, v, x);                                                                        \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(VB)                                             \
+        sparserl_scal_##S(int n, double ah, const double* ad, T* x) {                            \
+        scal<T>(n, ah, ad, x);                                                                   \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(VB)                                             \
+        sparserl_axpby_##S(int n, double ah, const double* ad, double bh, const double* bd,      \
+                           const T* x, T* y) {                                                   \
+        axpby<T>(n, ah, ad, bh, bd, x, y);                                                       \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(VB)                                             \
+        sparserl_mul_##S(int n, const T* a, const T* b, T* c) {                                  \
+        mul<T>(n, a, b, c);                                                                      \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(VB) sparserl_reduce_##S(                       \
+        int n, int mode, const T* x, const T* y, double* out, unsigned* ticket) {                \
+        reduce<T>(n, mode, x, y, out, ticket);                                                   \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(VB) sparserl_cg_init_##S(                      \
+        int n, const T* r, const T* dinv, int use_dinv, T* p, double* st, unsigned* ticket) {    \
+        cg_init<T>(n, r, dinv, use_dinv, p, st, ticket);                                         \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(VB)                                             \
+        sparserl_cg_update_r_##S(int n, const T* q, T* r, const T* dinv, int use_dinv,           \
+                                 double* st, const double* pq, unsigned* ticket) {               \
+        cg_update_r<T>(n, q, r, dinv, use_dinv, st, pq, ticket);                                 \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(VB) sparserl_cg_update_xp_##S(                 \
+        int n, T* x, T* p, const T* r, const T* dinv, int use_dinv, const double* st) {          \
+        cg_update_xp<T>(n, x, p, r, dinv, use_dinv, st);                                         \
+    }
+
+INSTANTIATE(float, f32)
+INSTANTIATE(double, f64)
+
+extern "C" __global__ void __launch_bounds__(VB)
+    sparserl_pagerank_coef(const double* dangling, double d, double inv_n, double* coef) {
+    pagerank_coef(dangling, d, inv_n, coef);
+}

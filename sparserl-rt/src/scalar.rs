@@ -1,0 +1,148 @@
+//! Values that stay on the device: reduction results ([`DeviceScalar`]) and
+//! the coefficients of fused epilogues ([`DeviceCoefs`]).
+//!
+//! Reading one back ([`DeviceScalar::get`]) is the only host synchronisation
+//! a solver needs, and the caller decides when it happens.
+
+use crate::device::{Gpu, check_owner};
+use crate::error::RtError;
+use cudarc::driver::{CudaSlice, CudaStream};
+use std::fmt;
+use std::sync::Arc;
+
+/// A `f64` on the device, written by reductions (dot products, norms, the
+/// dot epilogue of a fused SpMV) and read by later kernels without a host
+/// round trip.
+///
+/// Layout: `{result, accumulator}` plus a completion ticket; a reduction adds
+/// into the accumulator and the block that finishes last publishes the
+/// result and zeroes the accumulator and the ticket again, so one scalar can
+/// be reused by any number of reductions and CUDA-graph replays.
+pub struct DeviceScalar {
+    pub(crate) buf: CudaSlice<f64>,
+    pub(crate) ticket: CudaSlice<u32>,
+    stream: Arc<CudaStream>,
+}
+
+impl fmt::Debug for DeviceScalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceScalar").finish_non_exhaustive()
+    }
+}
+
+impl DeviceScalar {
+    /// A scalar holding 0.
+    pub fn new(gpu: &Gpu) -> Result<DeviceScalar, RtError> {
+        gpu.check_not_capturing("DeviceScalar::new")?;
+        Ok(DeviceScalar {
+            buf: gpu.stream().alloc_zeros::<f64>(2)?,
+            ticket: gpu.stream().alloc_zeros::<u32>(1)?,
+            stream: gpu.stream().clone(),
+        })
+    }
+
+    /// [`RtError::ForeignOperand`] unless the scalar belongs to `gpu`.
+    pub fn check_gpu(&self, gpu: &Gpu, what: &'static str) -> Result<(), RtError> {
+        check_owner(gpu, &self.stream, what)
+    }
+
+    /// The value (waits for the work queued before; [`RtError::Capturing`]
+    /// inside a capture).
+    pub fn get(&self, gpu: &Gpu) -> Result<f64, RtError> {
+        self.check_gpu(gpu, "the scalar")?;
+        gpu.check_not_capturing("DeviceScalar::get")?;
+        let v = gpu.stream().clone_dtoh(&self.buf)?;
+        Ok(v[0])
+    }
+
+    /// Sets the value (copies from the host; not inside a capture).
+    pub fn set(&mut self, gpu: &Gpu, value: f64) -> Result<(), RtError> {
+        self.check_gpu(gpu, "the scalar")?;
+        gpu.check_not_capturing("DeviceScalar::set")?;
+        gpu.stream().memcpy_htod(&[value, 0.0], &mut self.buf)?;
+        Ok(())
+    }
+}
+
+/// The coefficients `{alpha, beta, gamma}` of an `axpby` epilogue
+/// (`y = alpha A x + beta y + gamma`), on the device so that kernels (and
+/// CUDA-graph replays) read the values current when they run.
+pub struct DeviceCoefs {
+    pub(crate) buf: CudaSlice<f64>,
+    stream: Arc<CudaStream>,
+}
+
+impl fmt::Debug for DeviceCoefs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceCoefs").finish_non_exhaustive()
+    }
+}
+
+impl DeviceCoefs {
+    /// Coefficients with the given values.
+    pub fn new(gpu: &Gpu, alpha: f64, beta: f64, gamma: f64) -> Result<DeviceCoefs, RtError> {
+        gpu.check_not_capturing("DeviceCoefs::new")?;
+        Ok(DeviceCoefs {
+            buf: gpu.stream().clone_htod(&[alpha, beta, gamma])?,
+            stream: gpu.stream().clone(),
+        })
+    }
+
+    /// [`RtError::ForeignOperand`] unless the coefficients belong to `gpu`.
+    pub fn check_gpu(&self, gpu: &Gpu, what: &'static str) -> Result<(), RtError> {
+        check_owner(gpu, &self.stream, what)
+    }
+
+    /// Sets the values (copies from the host; not inside a capture).
+    pub fn set(&mut self, gpu: &Gpu, alpha: f64, beta: f64, gamma: f64) -> Result<(), RtError> {
+        self.check_gpu(gpu, "the coefficients")?;
+        gpu.check_not_capturing("DeviceCoefs::set")?;
+        gpu.stream()
+            .memcpy_htod(&[alpha, beta, gamma], &mut self.buf)?;
+        Ok(())
+    }
+
+    /// The values (waits for queued work; not inside a capture).
+    pub fn get(&self, gpu: &Gpu) -> Result<[f64; 3], RtError> {
+        self.check_gpu(gpu, "the coefficients")?;
+        gpu.check_not_capturing("DeviceCoefs::get")?;
+        let v = gpu.stream().clone_dtoh(&self.buf)?;
+        Ok([v[0], v[1], v[2]])
+    }
+}
+
+/// A coefficient of a vector operation: `host`, times the current value of
+/// a [`DeviceScalar`] when one is given (so `-alpha` with `alpha` on the
+/// device is `Coef::device(&alpha).scaled(-1.0)`).
+#[derive(Debug, Clone, Copy)]
+pub struct Coef<'a> {
+    pub(crate) host: f64,
+    pub(crate) dev: Option<&'a DeviceScalar>,
+}
+
+impl<'a> Coef<'a> {
+    /// A host value.
+    pub const fn host(v: f64) -> Coef<'static> {
+        Coef { host: v, dev: None }
+    }
+    /// The value of a device scalar when the kernel runs.
+    pub fn device(s: &'a DeviceScalar) -> Coef<'a> {
+        Coef {
+            host: 1.0,
+            dev: Some(s),
+        }
+    }
+    /// This coefficient times `f`.
+    pub fn scaled(self, f: f64) -> Coef<'a> {
+        Coef {
+            host: self.host * f,
+            ..self
+        }
+    }
+}
+
+impl From<f64> for Coef<'static> {
+    fn from(v: f64) -> Self {
+        Coef::host(v)
+    }
+}

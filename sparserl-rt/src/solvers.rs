@@ -1,0 +1,472 @@
+//! Iterative solvers that run entirely on the device with a crate's tuned
+//! kernels: conjugate gradients ([`Cg`], optional Jacobi preconditioner) and
+//! PageRank ([`pagerank`]).
+//!
+//! One CG iteration is three kernels: the tuned SpMV with its fused dot
+//! epilogue (`q = A p`, `p . q`), one fused update (`r -= alpha q` with
+//! `r . z` and `r . r`) and one more (`x += alpha p`, `p = z + beta p`); every
+//! scalar stays on the device and `chunk` iterations are replayed as one CUDA
+//! graph, so the host synchronises once per chunk to test convergence. One
+//! PageRank iteration is the tuned SpMV with its fused `axpby-dot` epilogue
+//! (`y = d M x + c`, next dangling mass `w . y`) plus a one-thread kernel for
+//! the next `c`.
+//!
+//! The kernel must declare the epilogue it needs: `epilogues = ["dot"]` for
+//! CG, `epilogues = ["axpby-dot"]` for PageRank
+//! ([`RtError::EpilogueNotGenerated`] otherwise).
+//!
+//! ```no_run
+//! # use sparserl_rt::{Csr, DeviceVec, Gpu, RtError, SpmvKernel};
+//! # use sparserl_rt::solvers::{Cg, CgOptions};
+//! # fn solve<K: SpmvKernel<Value = f64>>(k: &K, a: &Csr, b: &[f64]) -> Result<Vec<f64>, RtError> {
+//! let gpu = Gpu::new(0)?;
+//! let da = k.upload_lean(&gpu, a)?;
+//! let db = DeviceVec::from_host(&gpu, b)?;
+//! let mut x = DeviceVec::zeros(&gpu, a.rows())?;
+//! let mut cg = Cg::new(&gpu, k, &da, None)?;
+//! let report = cg.solve(&gpu, &da, &db, &mut x, &CgOptions::default())?;
+//! println!("{} iterations, residual {:.1e}", report.iterations, report.rel_residual);
+//! x.to_host(&gpu)
+//! # }
+//! ```
+
+use crate::csr::Csr;
+use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
+use crate::error::RtError;
+use crate::launch::{Fused, SpmvKernel};
+use crate::ops;
+use crate::scalar::{Coef, DeviceCoefs, DeviceScalar};
+use cudarc::driver::CudaSlice;
+use std::time::Instant;
+
+/// Options of [`Cg::solve`].
+#[derive(Debug, Clone, Copy)]
+pub struct CgOptions {
+    /// Stop when `||r|| <= tol ||b||` (the recursively updated residual).
+    pub tol: f64,
+    /// At most this many iterations.
+    pub max_iters: usize,
+    /// Iterations per CUDA-graph replay (one host synchronisation each).
+    pub chunk: usize,
+}
+
+impl Default for CgOptions {
+    fn default() -> Self {
+        CgOptions {
+            tol: 1e-8,
+            max_iters: 10_000,
+            chunk: 25,
+        }
+    }
+}
+
+/// What [`Cg::solve`] did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CgReport {
+    /// Iterations that updated the solution.
+    pub iterations: usize,
+    /// Iterations launched (whole chunks: a few more than `iterations`; the
+    /// ones after convergence only run the SpMV).
+    pub launched: usize,
+    /// `||r|| / ||b||` of the recursively updated residual at the end.
+    pub rel_residual: f64,
+    /// Whether `rel_residual <= tol`.
+    pub converged: bool,
+    /// Wall time of the iterations (capture excluded), seconds.
+    pub seconds: f64,
+}
+
+/// Conjugate gradients for a symmetric positive definite matrix with a
+/// tuned kernel; owns its work vectors (`r`, `p`, `q`, optional Jacobi
+/// inverse diagonal) and device state, so repeated solves allocate nothing.
+pub struct Cg<'k, K: SpmvKernel> {
+    kernel: &'k K,
+    n: usize,
+    r: DeviceVec<K::Value>,
+    p: DeviceVec<K::Value>,
+    q: DeviceVec<K::Value>,
+    dinv: Option<DeviceVec<K::Value>>,
+    /// `st` of `vector_ops.cu`: rho, accumulators, alpha, beta, iterations,
+    /// flag, threshold, r.r.
+    st: CudaSlice<f64>,
+    ticket: CudaSlice<u32>,
+    pq: DeviceScalar,
+}
+
+impl<'k, K: SpmvKernel> std::fmt::Debug for Cg<'k, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cg")
+            .field("n", &self.n)
+            .field("jacobi", &self.dinv.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The inverse of the diagonal of `a` (the Jacobi preconditioner), or an
+/// error naming the first row whose diagonal entry is missing or zero.
+pub fn jacobi_inverse(a: &Csr) -> Result<Vec<f64>, RtError> {
+    if a.rows() != a.cols() {
+        return Err(RtError::InvalidArgument(format!(
+            "the Jacobi preconditioner needs a square matrix, got {} x {}",
+            a.rows(),
+            a.cols()
+        )));
+    }
+    let (ip, ind, val) = (a.indptr(), a.indices(), a.values());
+    (0..a.rows())
+        .map(|i| {
+            let (s, e) = (ip[i] as usize, ip[i + 1] as usize);
+            let d = ind[s..e]
+                .binary_search(&(i as u32))
+                .map(|k| val[s + k])
+                .unwrap_or(0.0);
+            if d == 0.0 || !d.is_finite() {
+                Err(RtError::InvalidArgument(format!(
+                    "row {i} has no usable diagonal entry ({d}) for the Jacobi preconditioner"
+                )))
+            } else {
+                Ok(1.0 / d)
+            }
+        })
+        .collect()
+}
+
+impl<'k, K: SpmvKernel> Cg<'k, K> {
+    /// Allocates the work vectors for `a` (square). `jacobi` is the inverse
+    /// diagonal ([`jacobi_inverse`]) for a Jacobi-preconditioned solve.
+    pub fn new(
+        gpu: &Gpu,
+        kernel: &'k K,
+        a: &DeviceCsr<K::Value>,
+        jacobi: Option<&[f64]>,
+    ) -> Result<Self, RtError> {
+        a.check_gpu(gpu)?;
+        if a.rows() != a.cols() {
+            return Err(RtError::InvalidArgument(format!(
+                "conjugate gradients needs a square matrix, got {} x {}",
+                a.rows(),
+                a.cols()
+            )));
+        }
+        if !kernel
+            .spec()
+            .fused
+            .iter()
+            .any(|f| f.epilogue == crate::Epilogue::Dot)
+        {
+            return Err(RtError::EpilogueNotGenerated {
+                kernel: kernel.spec().name.to_string(),
+                epilogue: "dot",
+            });
+        }
+        let n = a.rows();
+        ops::int_len(n)?;
+        let dinv = match jacobi {
+            Some(d) => {
+                ops::same_len("the Jacobi inverse diagonal", n, d.len())?;
+                let v: Vec<K::Value> = d.iter().map(|&v| K::Value::from_f64(v)).collect();
+                Some(DeviceVec::from_host(gpu, &v)?)
+            }
+            None => None,
+        };
+        gpu.check_not_capturing("Cg::new")?;
+        Ok(Cg {
+            kernel,
+            n,
+            r: DeviceVec::zeros(gpu, n)?,
+            p: DeviceVec::zeros(gpu, n)?,
+            q: DeviceVec::zeros(gpu, n)?,
+            dinv,
+            st: gpu.stream().alloc_zeros::<f64>(10)?,
+            ticket: gpu.stream().alloc_zeros::<u32>(1)?,
+            pq: DeviceScalar::new(gpu)?,
+        })
+    }
+
+    /// Device bytes of the work vectors and state.
+    pub fn device_bytes(&self) -> usize {
+        let v = self.r.as_slice().num_bytes() * 3;
+        v + self.dinv.as_ref().map_or(0, |d| d.as_slice().num_bytes()) + 10 * 8 + 4 + 16 + 4
+    }
+
+    /// Solves `A x = b` starting from the given `x`; `x` holds the solution.
+    pub fn solve(
+        &mut self,
+        gpu: &Gpu,
+        a: &DeviceCsr<K::Value>,
+        b: &DeviceVec<K::Value>,
+        x: &mut DeviceVec<K::Value>,
+        opts: &CgOptions,
+    ) -> Result<CgReport, RtError> {
+        a.check_gpu(gpu)?;
+        b.check_gpu(gpu, "b")?;
+        x.check_gpu(gpu, "x")?;
+        ops::same_len("b (must have the matrix's rows)", self.n, b.len())?;
+        ops::same_len("x (must have the matrix's rows)", self.n, x.len())?;
+        if a.rows() != self.n || a.cols() != self.n {
+            return Err(RtError::DimensionMismatch {
+                what: "the matrix (Cg was created for another size)",
+                expected: self.n,
+                found: a.rows(),
+            });
+        }
+        if !(opts.tol >= 0.0) {
+            return Err(RtError::InvalidArgument(format!(
+                "tol must be >= 0, got {}",
+                opts.tol
+            )));
+        }
+        let chunk = opts.chunk.max(1);
+        let n = self.n as i32;
+        // r = b - A x, ||b||, the threshold; then p = z, rho, r.r.
+        self.kernel.spmv(gpu, a, x, &mut self.q)?;
+        ops::copy(gpu, b, &mut self.r)?;
+        ops::axpy(gpu, Coef::host(-1.0), &self.q, &mut self.r)?;
+        let bnorm_s = DeviceScalar::new(gpu)?;
+        ops::nrm2(gpu, b, &bnorm_s)?;
+        let bnorm = bnorm_s.get(gpu)?;
+        let threshold = (opts.tol * bnorm).powi(2);
+        gpu.stream().memcpy_htod(
+            &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, threshold, 0.0, 0.0],
+            &mut self.st,
+        )?;
+        let dinv = self.dinv.as_ref().map(|d| d.as_slice());
+        ops::cg_init(
+            gpu,
+            n,
+            self.r.as_slice(),
+            dinv,
+            self.p.as_mut_slice(),
+            &self.st,
+            &self.ticket,
+        )?;
+        let state = |gpu: &Gpu, st: &CudaSlice<f64>| -> Result<(usize, f64, f64), RtError> {
+            let s = gpu.stream().clone_dtoh(st)?;
+            Ok((s[5] as usize, s[6], s[8]))
+        };
+        let (_, flag, _) = state(gpu, &self.st)?;
+        let t = Instant::now();
+        let mut launched = 0;
+        if flag == 0.0 && opts.max_iters > 0 {
+            let Cg {
+                kernel,
+                r,
+                p,
+                q,
+                st,
+                ticket,
+                pq,
+                ..
+            } = self;
+            let graph = gpu.capture(|| {
+                for _ in 0..chunk {
+                    kernel.spmv_fused(gpu, a, p, q, Fused::Dot { w: p, dot: pq })?;
+                    ops::cg_update_r(
+                        gpu,
+                        n,
+                        q.as_slice(),
+                        r.as_mut_slice(),
+                        dinv,
+                        st,
+                        &pq.buf,
+                        ticket,
+                    )?;
+                    ops::cg_update_xp(
+                        gpu,
+                        n,
+                        x.as_mut_slice(),
+                        p.as_mut_slice(),
+                        r.as_slice(),
+                        dinv,
+                        st,
+                    )?;
+                }
+                Ok(())
+            })?;
+            while launched < opts.max_iters {
+                graph.launch(gpu)?;
+                launched += chunk;
+                let (_, flag, _) = state(gpu, st)?;
+                if flag != 0.0 {
+                    break;
+                }
+            }
+        }
+        let seconds = t.elapsed().as_secs_f64();
+        let (iterations, _, rr) = state(gpu, &self.st)?;
+        let rel_residual = if bnorm > 0.0 { rr.sqrt() / bnorm } else { 0.0 };
+        Ok(CgReport {
+            iterations,
+            launched,
+            rel_residual,
+            converged: rel_residual <= opts.tol,
+            seconds,
+        })
+    }
+}
+
+/// Options of [`pagerank`].
+#[derive(Debug, Clone, Copy)]
+pub struct PageRankOptions {
+    /// Damping factor `d` (0.85 usually).
+    pub damping: f64,
+    /// Stop when `||x_k - x_{k-1}||_1 <= tol` (tested once per chunk).
+    pub tol: f64,
+    /// At most this many iterations (rounded up to whole chunks).
+    pub max_iters: usize,
+    /// Iterations per CUDA-graph replay; rounded up to an even number (the
+    /// iterates alternate between two vectors).
+    pub chunk: usize,
+}
+
+impl Default for PageRankOptions {
+    fn default() -> Self {
+        PageRankOptions {
+            damping: 0.85,
+            tol: 1e-6,
+            max_iters: 1000,
+            chunk: 10,
+        }
+    }
+}
+
+/// What [`pagerank`] did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PageRankReport {
+    /// Iterations run.
+    pub iterations: usize,
+    /// `||x_k - x_{k-1}||_1` after the last one.
+    pub last_change: f64,
+    /// Wall time of the iterations, seconds.
+    pub seconds: f64,
+}
+
+/// The dangling-page indicator of a link matrix `m` (`m[i][j] != 0` when
+/// page `j` links to page `i`): 1 for the columns without a nonzero.
+pub fn dangling_mask(m: &Csr) -> Vec<f64> {
+    let mut has = vec![false; m.cols()];
+    for &j in m.indices() {
+        has[j as usize] = true;
+    }
+    has.into_iter().map(|h| if h { 0.0 } else { 1.0 }).collect()
+}
+
+/// PageRank by power iteration on the device: `x <- d M x + ((1 - d) + d
+/// m(x)) / n`, `m(x)` the rank on dangling pages (`mask . x`), with `M` the
+/// column-stochastic link matrix. `x` is the start vector (e.g. all `1/n`)
+/// and receives the result. `mask` is [`dangling_mask`] on the device.
+pub fn pagerank<K: SpmvKernel>(
+    gpu: &Gpu,
+    kernel: &K,
+    m: &DeviceCsr<K::Value>,
+    mask: &DeviceVec<K::Value>,
+    x: &mut DeviceVec<K::Value>,
+    opts: &PageRankOptions,
+) -> Result<PageRankReport, RtError> {
+    m.check_gpu(gpu)?;
+    mask.check_gpu(gpu, "the dangling mask")?;
+    x.check_gpu(gpu, "x")?;
+    let n = m.rows();
+    if m.cols() != n {
+        return Err(RtError::InvalidArgument(format!(
+            "PageRank needs a square link matrix, got {} x {}",
+            n,
+            m.cols()
+        )));
+    }
+    ops::same_len("the dangling mask", n, mask.len())?;
+    ops::same_len("x", n, x.len())?;
+    if !(0.0..1.0).contains(&opts.damping) {
+        return Err(RtError::InvalidArgument(format!(
+            "damping must be in [0, 1), got {}",
+            opts.damping
+        )));
+    }
+    if !kernel
+        .spec()
+        .fused
+        .iter()
+        .any(|f| f.epilogue == crate::Epilogue::AxpbyDot)
+    {
+        return Err(RtError::EpilogueNotGenerated {
+            kernel: kernel.spec().name.to_string(),
+            epilogue: "axpby-dot",
+        });
+    }
+    let chunk = opts.chunk.max(1).next_multiple_of(2);
+    let inv_n = 1.0 / n as f64;
+    let mut y = DeviceVec::<K::Value>::zeros(gpu, n)?;
+    let coefs = DeviceCoefs::new(gpu, opts.damping, 0.0, 0.0)?;
+    let dangling = DeviceScalar::new(gpu)?;
+    let change = DeviceScalar::new(gpu)?;
+    ops::dot(gpu, mask, x, &dangling)?;
+    ops::pagerank_coef(gpu, &dangling, opts.damping, inv_n, &coefs.buf)?;
+    let t = Instant::now();
+    let mut iterations = 0;
+    let mut last_change = f64::INFINITY;
+    {
+        let graph = gpu.capture(|| {
+            for step in 0..chunk {
+                let fused = Fused::AxpbyDot {
+                    coefs: &coefs,
+                    w: mask,
+                    dot: &dangling,
+                };
+                if step % 2 == 0 {
+                    kernel.spmv_fused(gpu, m, x, &mut y, fused)?;
+                } else {
+                    kernel.spmv_fused(gpu, m, &y, x, fused)?;
+                }
+                ops::pagerank_coef(gpu, &dangling, opts.damping, inv_n, &coefs.buf)?;
+            }
+            ops::diff_l1(gpu, x, &y, &change)
+        })?;
+        while iterations < opts.max_iters {
+            graph.launch(gpu)?;
+            iterations += chunk;
+            last_change = change.get(gpu)?;
+            if last_change <= opts.tol {
+                break;
+            }
+        }
+    }
+    Ok(PageRankReport {
+        iterations,
+        last_change,
+        seconds: t.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jacobi_inverse_needs_a_diagonal() {
+        let a = Csr::try_new(2, 2, vec![0, 2, 3], vec![0, 1, 1], vec![4.0, 1.0, 2.0]).unwrap();
+        assert_eq!(jacobi_inverse(&a).unwrap(), vec![0.25, 0.5]);
+        let no_diag = Csr::try_new(2, 2, vec![0, 1, 2], vec![1, 0], vec![1.0, 1.0]).unwrap();
+        let err = jacobi_inverse(&no_diag).unwrap_err().to_string();
+        assert!(err.contains("row 0"), "{err}");
+        let rect = Csr::try_new(1, 2, vec![0, 1], vec![0], vec![1.0]).unwrap();
+        assert!(matches!(
+            jacobi_inverse(&rect),
+            Err(RtError::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn dangling_pages_are_empty_columns() {
+        // Page 0 links to 1, page 1 links to 0 and 2, page 2 links nowhere.
+        let m = Csr::try_new(3, 3, vec![0, 1, 2, 3], vec![1, 0, 1], vec![0.5, 1.0, 0.5]).unwrap();
+        assert_eq!(dangling_mask(&m), vec![0.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn default_options_are_sane() {
+        let c = CgOptions::default();
+        assert!(c.tol > 0.0 && c.max_iters > 0 && c.chunk > 0);
+        let p = PageRankOptions::default();
+        assert!((0.0..1.0).contains(&p.damping) && p.chunk > 0);
+    }
+}
