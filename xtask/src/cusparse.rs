@@ -77,7 +77,7 @@ pub fn library_status() -> Result<()> {
 }
 
 /// Whether the loaded libcusparse exports `symbol`.
-fn has_symbol(symbol: &str) -> bool {
+pub(crate) fn has_symbol(symbol: &str) -> bool {
     // SAFETY: callers run `library_status` first, so `culib` finds the library
     // and does not panic; looking up a symbol does not call it, and the
     // function-pointer type is never used to call anything.
@@ -88,7 +88,7 @@ fn has_symbol(symbol: &str) -> bool {
     }
 }
 
-fn check(status: sys::cusparseStatus_t, what: &str) -> Result<()> {
+pub(crate) fn check(status: sys::cusparseStatus_t, what: &str) -> Result<()> {
     if status == sys::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
         Ok(())
     } else {
@@ -96,7 +96,7 @@ fn check(status: sys::cusparseStatus_t, what: &str) -> Result<()> {
     }
 }
 
-fn data_type(v: ValueType) -> sys::cudaDataType {
+pub(crate) fn data_type(v: ValueType) -> sys::cudaDataType {
     match v {
         ValueType::F32 => sys::cudaDataType::CUDA_R_32F,
         ValueType::F64 => sys::cudaDataType::CUDA_R_64F,

@@ -5,6 +5,11 @@
 //! `cargo build --release -p xtask` and run `target/release/xtask <command>`
 //! on the GPU machine.
 
+#[expect(
+    dead_code,
+    reason = "unused until the application benchmark driver calls it; remove then"
+)]
+mod app_vendor;
 mod bench;
 mod common;
 mod cusparse;
