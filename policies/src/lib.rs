@@ -9,7 +9,8 @@
 //! - [`LearnedPolicy`]: a small network trained by reinforcement learning on
 //!   measured datasets (feature `train`, see the crate README), committed as
 //!   `policies/policy.json` and evaluated in pure Rust; [`default_policy`]
-//!   returns it when that file was present at compile time.
+//!   returns it when that file was present at compile time and loads
+//!   ([`policy_in_use`] also says which policy is in use and why).
 //! - [`Prior`]: a documented analytic cost model (lane utilisation, load
 //!   balance, coalescing, atomics) used until a trained policy is committed,
 //!   and as the fallback when the policy file is unusable.
@@ -38,13 +39,22 @@ pub use net::{LearnedPolicy, PolicyError};
 
 use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
 
-/// Version of the policy code and weights; part of every cache key. With a
-/// committed `policy.json` it carries the file's sha256.
+/// Version of the policy code and weights the crate was built to use: with a
+/// committed `policy.json` it carries the file's sha256. It says what was
+/// embedded, not what loads: cache keys and provenance use
+/// [`PolicyChoice::version`] of [`policy_in_use`], which is this value only
+/// when the embedded policy actually loads.
 #[cfg(sparserl_has_policy)]
 pub const POLICY_VERSION: &str = concat!("learned-1-", env!("SPARSERL_POLICY_SHA"));
-/// Version of the policy code and weights; part of every cache key.
+/// Version of the policy code and weights the crate was built to use.
 #[cfg(not(sparserl_has_policy))]
-pub const POLICY_VERSION: &str = "prior-2";
+pub const POLICY_VERSION: &str = PRIOR_VERSION;
+
+/// Version of the analytic [`Prior`].
+pub const PRIOR_VERSION: &str = "prior-2";
+
+/// sha256 (hex) of the embedded `policy.json`; `none` without one.
+pub const EMBEDDED_POLICY_SHA256: &str = env!("SPARSERL_POLICY_SHA");
 
 /// The committed policy file, embedded at compile time when present.
 #[cfg(sparserl_has_policy)]
@@ -224,14 +234,138 @@ pub fn template_rule(f: &Features) -> Variant {
     }
 }
 
-/// The policy the build uses: the learned policy embedded from
-/// `policies/policy.json` when it was present at compile time and parses,
-/// otherwise the [`Prior`].
-pub fn default_policy() -> Box<dyn Policy + Send + Sync> {
-    match EMBEDDED_POLICY.map(LearnedPolicy::from_json) {
-        Some(Ok(p)) => Box::new(p),
-        _ => Box::new(Prior),
+/// Which policy [`policy_in_use`] picked, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyChoice {
+    /// The learned policy embedded from `policy.json`.
+    Learned {
+        /// sha256 (hex) of the embedded file.
+        sha256: String,
+        /// Its training round.
+        round: u32,
+    },
+    /// The [`Prior`]: no `policy.json` was present when this crate was built.
+    PriorNoFile,
+    /// The [`Prior`]: the embedded `policy.json` does not load.
+    PriorUnusable {
+        /// sha256 (hex) of the embedded file.
+        sha256: String,
+        /// Why it does not load.
+        error: String,
+    },
+}
+
+impl PolicyChoice {
+    /// Whether the learned policy is in use.
+    pub fn is_learned(&self) -> bool {
+        matches!(self, PolicyChoice::Learned { .. })
     }
+
+    /// Version of the policy actually in use, for cache keys and
+    /// provenance: `learned-1-<sha256>` or [`PRIOR_VERSION`].
+    pub fn version(&self) -> String {
+        match self {
+            PolicyChoice::Learned { sha256, .. } => format!("learned-1-{sha256}"),
+            _ => PRIOR_VERSION.to_string(),
+        }
+    }
+
+    /// Why the learned policy is not in use (`None` when it is).
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            PolicyChoice::Learned { .. } => None,
+            PolicyChoice::PriorNoFile => {
+                Some("no policy.json was present when sparserl-policies was built".to_string())
+            }
+            PolicyChoice::PriorUnusable { sha256, error } => Some(format!(
+                "the embedded policy.json (sha256 {}) does not load: {error}",
+                short_sha(sha256)
+            )),
+        }
+    }
+
+    /// One line for messages, e.g. `learned policy (round 2, policy.json
+    /// sha256 5542a6c9aec9)` or `analytic prior, because <reason>`.
+    pub fn describe(&self) -> String {
+        match (self, self.reason()) {
+            (PolicyChoice::Learned { sha256, round }, _) => format!(
+                "learned policy (round {round}, policy.json sha256 {})",
+                short_sha(sha256)
+            ),
+            (_, reason) => format!(
+                "analytic prior ({PRIOR_VERSION}), because {}",
+                reason.unwrap_or_default()
+            ),
+        }
+    }
+}
+
+fn short_sha(sha256: &str) -> &str {
+    sha256.get(..12).unwrap_or(sha256)
+}
+
+/// The policy the build uses and which one it is.
+pub struct PolicyInUse {
+    /// The policy.
+    pub policy: Box<dyn Policy + Send + Sync>,
+    /// Which one, and why the learned one is not used when it is not.
+    pub choice: PolicyChoice,
+}
+
+impl std::fmt::Debug for PolicyInUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyInUse")
+            .field("policy", &self.policy.name())
+            .field("choice", &self.choice)
+            .finish()
+    }
+}
+
+/// The learned policy embedded from `policies/policy.json`, or why it
+/// cannot be used ([`PolicyError::NotEmbedded`] without a file, else the
+/// load error). Never panics.
+pub fn try_default_policy() -> Result<LearnedPolicy, PolicyError> {
+    match EMBEDDED_POLICY {
+        Some(text) => LearnedPolicy::from_json(text),
+        None => Err(PolicyError::NotEmbedded),
+    }
+}
+
+/// The policy the build uses: the embedded learned policy when it loads,
+/// otherwise the [`Prior`], with [`PolicyChoice`] saying which and why.
+/// Never panics.
+pub fn policy_in_use() -> PolicyInUse {
+    select(try_default_policy(), EMBEDDED_POLICY_SHA256)
+}
+
+fn select(loaded: Result<LearnedPolicy, PolicyError>, sha256: &str) -> PolicyInUse {
+    match loaded {
+        Ok(p) => PolicyInUse {
+            choice: PolicyChoice::Learned {
+                sha256: sha256.to_string(),
+                round: p.file().round,
+            },
+            policy: Box::new(p),
+        },
+        Err(PolicyError::NotEmbedded) => PolicyInUse {
+            policy: Box::new(Prior),
+            choice: PolicyChoice::PriorNoFile,
+        },
+        Err(e) => PolicyInUse {
+            policy: Box::new(Prior),
+            choice: PolicyChoice::PriorUnusable {
+                sha256: sha256.to_string(),
+                error: e.to_string(),
+            },
+        },
+    }
+}
+
+/// The policy the build uses (see [`policy_in_use`], which also says which
+/// one it is): the learned policy embedded from `policies/policy.json` when
+/// it was present at compile time and loads, otherwise the [`Prior`].
+pub fn default_policy() -> Box<dyn Policy + Send + Sync> {
+    policy_in_use().policy
 }
 
 #[cfg(test)]
@@ -268,6 +402,48 @@ mod tests {
         assert_eq!(skewed.variant.strategy, Strategy::NnzSplit);
         let regular = Prior.propose(&feats(27.0, 27.0, 27.0), ValueType::F64, 1)[0];
         assert_eq!(regular.variant.strategy, Strategy::GroupPerRow);
+    }
+
+    #[test]
+    fn an_unusable_policy_file_selects_the_prior_and_says_why() {
+        let sha = "ab".repeat(32);
+        let broken = select(LearnedPolicy::from_json("{\"format\": 3"), &sha);
+        assert_eq!(broken.policy.name(), "prior");
+        assert!(!broken.choice.is_learned());
+        assert_eq!(broken.choice.version(), PRIOR_VERSION);
+        let why = broken.choice.describe();
+        assert!(
+            why.starts_with("analytic prior (prior-2), because the embedded policy.json (sha256 abababababab) does not load: policy file is not valid JSON"),
+            "{why}"
+        );
+        let none = select(Err(PolicyError::NotEmbedded), "none");
+        assert_eq!(none.policy.name(), "prior");
+        assert_eq!(none.choice, PolicyChoice::PriorNoFile);
+        assert!(none.choice.describe().contains("no policy.json"));
+        // A proposal of the prior comes back either way (never a panic).
+        let f = feats(12.0, 30.0, 90.0);
+        assert_eq!(
+            broken.policy.propose(&f, ValueType::F32, 3),
+            Prior.propose(&f, ValueType::F32, 3)
+        );
+    }
+
+    #[test]
+    fn a_learned_choice_names_its_file() {
+        let c = PolicyChoice::Learned {
+            sha256: "0123456789abcdef".repeat(4),
+            round: 2,
+        };
+        assert!(c.is_learned());
+        assert_eq!(c.reason(), None);
+        assert_eq!(
+            c.version(),
+            format!("learned-1-{}", "0123456789abcdef".repeat(4))
+        );
+        assert_eq!(
+            c.describe(),
+            "learned policy (round 2, policy.json sha256 0123456789ab)"
+        );
     }
 
     #[test]

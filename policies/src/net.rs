@@ -243,6 +243,9 @@ pub enum PolicyError {
     /// JSON, but inconsistent.
     #[error("invalid policy file: {0}")]
     Invalid(String),
+    /// No policy file was embedded when the crate was built.
+    #[error("no policy file was embedded (policies/policy.json was absent at build time)")]
+    NotEmbedded,
 }
 
 /// One dense layer: `y = W x + b`, `W` row-major `outputs x inputs`.

@@ -1,9 +1,11 @@
 //! Pure-Rust inference of a tiny hand-made policy file (no libtorch).
 
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use sparserl_policies::net::{FORMAT, INPUTS, NS, VARIANT_ENCODING, policy_space};
 use sparserl_policies::{
-    EMBEDDED_POLICY, LearnedPolicy, POLICY_VERSION, Policy, PolicyError, default_policy,
+    EMBEDDED_POLICY, LearnedPolicy, POLICY_VERSION, Policy, PolicyChoice, PolicyError,
+    default_policy, policy_in_use, try_default_policy,
 };
 use sparserl_rt::{Features, ValueType};
 
@@ -144,18 +146,29 @@ fn broken_files_are_errors_not_panics() {
     v["layers"]["lanes"] = layer(7, 4, 0);
     let e = LearnedPolicy::from_json(&v.to_string()).unwrap_err();
     assert!(e.to_string().contains("lanes"), "{e}");
+    // Each broken file fails for its own reason (not, say, a parse error
+    // that any edit would cause).
+    let invalid = |v: &Value, what: &str| match LearnedPolicy::from_json(&v.to_string()) {
+        Err(PolicyError::Invalid(m)) => assert!(m.contains(what), "{what:?} not in {m:?}"),
+        other => panic!("expected an invalid-file error about {what:?}, got {other:?}"),
+    };
     let mut v = tiny();
     v["layers"].as_object_mut().unwrap().remove("cost2");
-    assert!(LearnedPolicy::from_json(&v.to_string()).is_err());
+    invalid(&v, "missing layer cost2");
     let mut v = tiny();
     v["layers"]["block"]["weight"] = json!([0.5]);
-    assert!(LearnedPolicy::from_json(&v.to_string()).is_err());
+    invalid(&v, "layer block: expected");
     let mut v = tiny();
     v["feature_std"][3] = json!(0.0);
-    assert!(LearnedPolicy::from_json(&v.to_string()).is_err());
+    invalid(&v, "normalisation constants");
     let mut v = tiny();
     v["actions"]["lanes"] = json!([2, 4, 8, 16, 64]);
-    assert!(LearnedPolicy::from_json(&v.to_string()).is_err());
+    invalid(&v, "action vocabulary");
+    let mut v = tiny();
+    v["feature_names"][0] = json!("row_count");
+    invalid(&v, "feature names");
+    // The unmodified file loads (so the failures above are the edits').
+    assert!(LearnedPolicy::from_json(&tiny().to_string()).is_ok());
     let missing = std::path::Path::new("no/such/policy.json");
     assert!(matches!(
         LearnedPolicy::load(missing),
@@ -163,23 +176,53 @@ fn broken_files_are_errors_not_panics() {
     ));
 }
 
+/// The committed `policy.json` must be embedded and load as the learned
+/// policy: a file that fails to load would otherwise quietly turn every
+/// build into a prior build.
 #[test]
-fn default_policy_matches_the_embedded_file() {
-    let p = default_policy();
-    let got = p.propose(&feats(), ValueType::F32, 3);
-    assert_eq!(got.len(), 3);
-    match EMBEDDED_POLICY {
-        Some(text) => {
-            assert!(POLICY_VERSION.starts_with("learned-"), "{POLICY_VERSION}");
-            if LearnedPolicy::from_json(text).is_ok() {
-                assert_eq!(p.name(), "learned");
-            } else {
-                assert_eq!(p.name(), "prior");
-            }
-        }
-        None => {
-            assert_eq!(p.name(), "prior");
-            assert!(POLICY_VERSION.starts_with("prior-"));
-        }
+fn the_committed_policy_loads_as_the_learned_policy() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policy.json");
+    let in_use = policy_in_use();
+    let Ok(on_disk) = std::fs::read_to_string(&path) else {
+        // No committed policy: the prior, saying so.
+        assert_eq!(EMBEDDED_POLICY, None);
+        assert_eq!(in_use.choice, PolicyChoice::PriorNoFile);
+        assert_eq!(in_use.policy.name(), "prior");
+        assert!(matches!(
+            try_default_policy(),
+            Err(PolicyError::NotEmbedded)
+        ));
+        return;
+    };
+    assert_eq!(
+        EMBEDDED_POLICY,
+        Some(on_disk.as_str()),
+        "stale embedded policy"
+    );
+    let learned = match try_default_policy() {
+        Ok(p) => p,
+        Err(e) => panic!("the committed policy.json does not load: {e}"),
+    };
+    let sha: String = Sha256::digest(on_disk.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        in_use.choice,
+        PolicyChoice::Learned {
+            sha256: sha.clone(),
+            round: learned.file().round,
+        },
+        "{}",
+        in_use.choice.describe()
+    );
+    assert_eq!(in_use.choice.version(), format!("learned-1-{sha}"));
+    assert_eq!(in_use.choice.version(), POLICY_VERSION);
+    assert_eq!(in_use.policy.name(), "learned");
+    // The policy in use, and `default_policy`, propose what the file does.
+    for value in ValueType::ALL {
+        let want = learned.propose(&feats(), value, 8);
+        assert_eq!(in_use.policy.propose(&feats(), value, 8), want);
+        assert_eq!(default_policy().propose(&feats(), value, 8), want);
     }
 }

@@ -7,8 +7,9 @@ use crate::emit::{self, KERNEL_DIR, MODULE_FILE};
 use crate::lock::{LockError, LockFile};
 use crate::search::{SearchConfig, Trial};
 use serde::{Deserialize, Serialize};
-use sparserl_policies::{POLICY_VERSION, Policy, default_policy};
+use sparserl_policies::{PolicyChoice, PolicyInUse, policy_in_use};
 use sparserl_rt::{Features, ValueType, Variant};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use thiserror::Error;
@@ -311,6 +312,20 @@ impl Builder {
         }
     }
 
+    /// Says once per build which policy proposes the variants: the learned
+    /// one with its file hash and round, or the prior and why (a warning
+    /// when the embedded learned policy does not load).
+    fn announce_policy(&self, choice: &PolicyChoice, announced: &Cell<bool>) {
+        if announced.replace(true) {
+            return;
+        }
+        let msg = format!("policy: {}", choice.describe());
+        match choice {
+            PolicyChoice::PriorUnusable { .. } => self.warn(&msg),
+            _ => self.info(&msg),
+        }
+    }
+
     /// Runs the build; on error prints one message and exits with status 1
     /// (the build-script convention). Use [`Builder::try_run`] to handle errors.
     pub fn run(&self) -> BuildReport {
@@ -469,7 +484,12 @@ impl Builder {
         };
         archs.sort_by_key(|a| sparserl_rt::arch_number(a).unwrap_or(u32::MAX));
         archs.dedup();
-        let policy = default_policy();
+        // The policy actually in use (the prior when the embedded learned
+        // policy does not load): its version goes into every cache key, and
+        // the first kernel that consults it says which one it is.
+        let policy = policy_in_use();
+        let policy_version = policy.choice.version();
+        let announced = Cell::new(false);
         let kernel_dir = out_dir.join(KERNEL_DIR);
         let mut reports = Vec::new();
         for (index, decl) in desc.kernels.iter().enumerate() {
@@ -497,12 +517,12 @@ impl Builder {
                 ),
                 (None, Mode::Off, _) => "fallback".to_string(),
                 (None, Mode::Full, Some(g)) => format!("measured:{}:{budget}", g.name()),
-                _ => format!("policy:{}", policy.name()),
+                _ => format!("policy:{policy_version}"),
             };
             let mut key = KeyBuilder::new();
             key.text("descriptor", &descriptor_fp)
                 .text("generator", &generator)
-                .text("policy", POLICY_VERSION)
+                .text("policy", &policy_version)
                 .text("choice", &source_label)
                 .text("entry-format", "2")
                 .text("arch", &archs.join(","))
@@ -529,7 +549,7 @@ impl Builder {
                         locked.as_ref(),
                         mode,
                         gpu.as_ref(),
-                        policy.as_ref(),
+                        (&policy, &announced),
                         toolkit.is_some(),
                         &archs,
                         budget,
@@ -619,7 +639,7 @@ impl Builder {
         locked: Option<&crate::lock::LockEntry>,
         mode: Mode,
         gpu: Option<&crate::gpu::GpuTuner>,
-        policy: &dyn Policy,
+        (in_use, announced): (&PolicyInUse, &Cell<bool>),
         compile: bool,
         archs: &[String],
         budget: f64,
@@ -636,6 +656,7 @@ impl Builder {
             avg(|f| f.max_over_mean),
         ];
         let first = feats.first().copied().unwrap_or_default();
+        let policy = in_use.policy.as_ref();
         let mut trials = Vec::new();
         let mut predicted = None;
         let mut measured_gbs = None;
@@ -654,6 +675,7 @@ impl Builder {
                     "fallback (search off)".to_string(),
                 ),
                 (Mode::Full, Some(g)) => {
+                    self.announce_policy(&in_use.choice, announced);
                     let proposals: Vec<Variant> = policy
                         .propose(&first, decl.value, 16)
                         .into_iter()
@@ -688,6 +710,7 @@ impl Builder {
                     )
                 }
                 _ => {
+                    self.announce_policy(&in_use.choice, announced);
                     let best = policy.propose(&first, decl.value, 1);
                     match best.first() {
                         Some(p) => {

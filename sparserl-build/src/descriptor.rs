@@ -366,6 +366,7 @@ pub fn parse_descriptor(manifest: &Path, text: &str) -> Result<Descriptor, Descr
     };
 
     let mut decls = Vec::with_capacity(kernels.len());
+    // Generated identifier -> (kernel index, name) of the kernel it came from.
     let mut seen: HashMap<String, (usize, String)> = HashMap::new();
     for (i, item) in kernels.iter().enumerate() {
         let path = kernel_key_path(i);
@@ -376,24 +377,35 @@ pub fn parse_descriptor(manifest: &Path, text: &str) -> Result<Descriptor, Descr
             ));
         };
         let decl = parse_kernel(&cx, path, table)?;
-        if let Some((j, other)) = seen.get(&decl.type_name) {
-            let what = if *other == decl.name {
-                format!("found \"{}\" again", decl.name)
-            } else {
-                format!(
-                    "found \"{}\", whose type name {} is also derived from \"{other}\"",
-                    decl.name, decl.type_name
-                )
-            };
-            return Err(cx.err(
-                &format!("{}.name", kernel_key_path(i)),
-                format!(
-                    "{what} (kernel[{j}] and kernel[{i}]), expected unique kernel names \
-                     (and unique UpperCamelCase type names)"
-                ),
-            ));
+        // Every identifier the generated module derives from the name: the
+        // type and the `NAME_SPEC` static (the name upper-cased).
+        let idents = [
+            ("type name", decl.type_name.clone()),
+            ("static", spec_static_name(&decl.name)),
+        ];
+        for (kind, ident) in &idents {
+            if let Some((j, other)) = seen.get(ident) {
+                let what = if *other == decl.name {
+                    format!("found \"{}\" again", decl.name)
+                } else {
+                    format!(
+                        "found \"{}\", whose {kind} {ident} is also derived from \"{other}\"",
+                        decl.name
+                    )
+                };
+                return Err(cx.err(
+                    &format!("{}.name", kernel_key_path(i)),
+                    format!(
+                        "{what} (kernel[{j}] and kernel[{i}]), expected unique kernel names \
+                         (and unique UpperCamelCase type names and NAME_SPEC statics: \
+                         names that differ only in letter case or underscores clash)"
+                    ),
+                ));
+            }
         }
-        seen.insert(decl.type_name.clone(), (i, decl.name.clone()));
+        for (_, ident) in idents {
+            seen.insert(ident, (i, decl.name.clone()));
+        }
         decls.push(decl);
     }
 
@@ -1037,6 +1049,12 @@ fn check_name(cx: &Cx<'_>, path: &str, name: &str) -> Result<String, DescriptorE
         ));
     }
     Ok(type_name)
+}
+
+/// The static the generated module declares for kernel `name`:
+/// `laplace2d` -> `LAPLACE2D_SPEC`.
+fn spec_static_name(name: &str) -> String {
+    format!("{}_SPEC", name.to_ascii_uppercase())
 }
 
 /// `my_kernel_v2` -> `MyKernelV2`, `laplace2d` -> `Laplace2d`.
@@ -2203,6 +2221,66 @@ mod tests {
             "package.metadata.sparserl.kernel[1].name",
             &["\"a__b\"", "AB", "\"a_b\"", "kernel[0] and kernel[1]"],
         );
+    }
+
+    #[test]
+    fn names_with_the_same_generated_identifiers_clash() {
+        let two = |a: &str, b: &str| {
+            format!(
+                "{}{}",
+                KERNEL.replace("laplace2d", a),
+                KERNEL.replace("laplace2d", b)
+            )
+        };
+        let at = "package.metadata.sparserl.kernel[1].name";
+        // Different type names (WebGraph, Webgraph), one static.
+        fails(
+            &two("webGraph", "webgraph"),
+            at,
+            &[
+                "found \"webgraph\", whose static WEBGRAPH_SPEC is also derived from \"webGraph\"",
+                "kernel[0] and kernel[1]",
+                "letter case",
+            ],
+        );
+        // One type name (MyKernel), different statics.
+        fails(
+            &two("my_kernel", "MyKernel"),
+            at,
+            &["found \"MyKernel\", whose type name MyKernel is also derived from \"my_kernel\""],
+        );
+        fails(
+            &two("MyKernel", "my__kernel"),
+            at,
+            &[
+                "found \"my__kernel\", whose type name MyKernel",
+                "\"MyKernel\"",
+            ],
+        );
+        // Different type names (Ab, AB), one static.
+        fails(
+            &two("ab", "AB"),
+            at,
+            &["found \"AB\", whose static AB_SPEC is also derived from \"ab\""],
+        );
+        // The clash is found across any pair, not only neighbours, and
+        // names the kernels involved.
+        let body = format!(
+            "{}{}{}",
+            KERNEL.replace("laplace2d", "graph_a"),
+            KERNEL.replace("laplace2d", "other"),
+            KERNEL.replace("laplace2d", "GRAPH_A")
+        );
+        fails(
+            &body,
+            "package.metadata.sparserl.kernel[2].name",
+            &["GRAPH_A_SPEC", "\"graph_a\"", "kernel[0] and kernel[2]"],
+        );
+        // Names whose identifiers all differ are fine.
+        let d = parse(&two("web_graph", "webgraph")).unwrap();
+        let types: Vec<&str> = d.kernels.iter().map(|k| k.type_name.as_str()).collect();
+        assert_eq!(types, ["WebGraph", "Webgraph"]);
+        assert_eq!(spec_static_name("web_graph"), "WEB_GRAPH_SPEC");
     }
 
     #[test]

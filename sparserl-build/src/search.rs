@@ -29,6 +29,17 @@
 //!    `final_reps` repetitions. A challenger replaces the incumbent only if
 //!    its median over rounds beats the incumbent's by more than the noise
 //!    (the larger relative spread of the two, at least `min_noise`).
+//! 5. Verification: the winner is measured (and so checked) once more
+//!    before it is returned; if that check fails, the next-best candidate
+//!    is tried instead (the other finalists by median, then the rest by
+//!    their first measurement, each first re-measured like a finalist).
+//!
+//! Every measurement goes through the source's correctness check. A variant
+//! whose check fails once, in any phase and on any sample (a wrong result, a
+//! launch error, a time guard, a sample left untimed: see [`failure`]), is
+//! rejected for good: it is never measured again, never a parent and never
+//! chosen, and [`TuneOutcome::rejected`] records why. A kernel that is
+//! wrong only sometimes (a race) therefore cannot win on its median.
 
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -57,18 +68,41 @@ pub enum SearchError {
 }
 
 /// Result of measuring one variant on one sample.
+///
+/// Non-finite numbers are written as `null` and read back as infinity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampleResult {
     /// Passed the float64 reference check.
     pub correct: bool,
     /// Relative error against the reference.
+    #[serde(with = "finite_or_null")]
     pub rel_err: f64,
     /// Effective bandwidth (compulsory bytes / median time), GB/s; 0 if not timed.
+    #[serde(with = "finite_or_null")]
     pub gbs: f64,
     /// Median time, microseconds.
+    #[serde(with = "finite_or_null")]
     pub median_us: f64,
     /// Error message when it failed.
     pub error: Option<String>,
+}
+
+/// Serde helper: a non-finite `f64` as `null` (JSON has no infinity or
+/// NaN, and serde_json writes them as `null`), `null` read back as infinity.
+mod finite_or_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
 }
 
 /// Where measurements come from.
@@ -144,17 +178,20 @@ pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
 pub struct Trial {
     /// Variant id.
     pub variant: Variant,
-    /// Phase: `policy`, `layout`, `mutate`, `crossover`, `climb`, `final`.
+    /// Phase: `policy`, `layout`, `mutate`, `crossover`, `climb`, `final`
+    /// (finalist re-measurement), `verify` (the winner's last check).
     pub phase: String,
     /// Geometric mean GB/s over samples (0 when incorrect).
     pub gbs: f64,
-    /// Worst relative error over samples.
+    /// Worst relative error over samples (`null` in JSON when not finite,
+    /// read back as infinity).
+    #[serde(with = "finite_or_null")]
     pub rel_err: f64,
-    /// Correct on every sample.
+    /// Correct, and timed, on every sample.
     pub correct: bool,
     /// Seconds spent.
     pub seconds: f64,
-    /// Error message if any.
+    /// Why the measurement failed (see [`failure`]); `None` when correct.
     pub error: Option<String>,
 }
 
@@ -226,6 +263,20 @@ pub struct TuneOutcome {
     pub stopped: String,
     /// Every measurement, in order.
     pub trials: Vec<Trial>,
+    /// Every variant ruled out by a failed check, with the reason, in order.
+    #[serde(default)]
+    pub rejected: Vec<Rejection>,
+}
+
+/// A variant the search ruled out for good, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// The variant.
+    pub variant: Variant,
+    /// Phase of the measurement that failed (see [`Trial::phase`]).
+    pub phase: String,
+    /// What failed, e.g. `sample 1: wrong result (relative error 5.00e-1)`.
+    pub reason: String,
 }
 
 fn geomean(xs: impl Iterator<Item = f64>) -> f64 {
@@ -237,8 +288,15 @@ fn geomean(xs: impl Iterator<Item = f64>) -> f64 {
     if n == 0 { 0.0 } else { (s / n as f64).exp() }
 }
 
-fn summarize(variant: Variant, phase: &str, res: &[SampleResult], seconds: f64) -> Trial {
-    let correct = !res.is_empty() && res.iter().all(|r| r.correct);
+fn summarize(
+    variant: Variant,
+    phase: &str,
+    res: &[SampleResult],
+    samples: usize,
+    seconds: f64,
+) -> Trial {
+    let failed = failure(res, samples);
+    let correct = failed.is_none();
     Trial {
         variant,
         phase: phase.to_string(),
@@ -250,8 +308,42 @@ fn summarize(variant: Variant, phase: &str, res: &[SampleResult], seconds: f64) 
         rel_err: res.iter().map(|r| r.rel_err).fold(0.0, f64::max),
         correct,
         seconds,
-        error: res.iter().find_map(|r| r.error.clone()),
+        error: failed,
     }
+}
+
+/// Why one measurement (per-sample results of a source that has `samples`
+/// samples) disqualifies its variant, if it does: a sample that failed the
+/// correctness check or reported an error (launch failure, time guard,
+/// ...), a sample without a positive finite bandwidth, or fewer results
+/// than samples.
+pub fn failure(res: &[SampleResult], samples: usize) -> Option<String> {
+    for (i, r) in res.iter().enumerate() {
+        match (&r.error, r.correct) {
+            (Some(e), _) => return Some(format!("sample {i}: {e}")),
+            (None, false) => {
+                return Some(format!(
+                    "sample {i}: wrong result (relative error {:.2e})",
+                    r.rel_err
+                ));
+            }
+            (None, true) if !(r.gbs.is_finite() && r.gbs > 0.0) => {
+                return Some(format!(
+                    "sample {i}: not timed ({} GB/s, median {} us)",
+                    r.gbs, r.median_us
+                ));
+            }
+            _ => {}
+        }
+    }
+    if res.is_empty() || res.len() < samples {
+        return Some(format!(
+            "measured on {} of {} samples",
+            res.len(),
+            samples.max(1)
+        ));
+    }
+    None
 }
 
 /// Mutates one parameter of `v` (result is canonical and valid).
@@ -348,39 +440,110 @@ pub fn crossover(a: &Variant, b: &Variant, rng: &mut impl Rng) -> Variant {
     if c.validate().is_ok() { c } else { *a }
 }
 
+/// The bookkeeping every phase shares: what was measured, what was ruled
+/// out and why, and the seconds spent.
+struct Ledger {
+    /// Variant -> GB/s of its first measurement; 0 once it failed any check.
+    seen: HashMap<Variant, f64>,
+    trials: Vec<Trial>,
+    rejected: Vec<Rejection>,
+    spent: f64,
+}
+
+impl Ledger {
+    /// Measures `v` once and records the trial. A failed check rejects `v`
+    /// for good (its `seen` entry becomes 0 and a [`Rejection`] is kept).
+    fn measure(
+        &mut self,
+        source: &mut dyn MeasureSource,
+        v: &Variant,
+        phase: &str,
+        reps: u32,
+    ) -> Result<Trial, SearchError> {
+        let (res, secs) = source.measure(v, reps)?;
+        self.spent += secs;
+        let t = summarize(*v, phase, &res, source.samples(), secs);
+        match &t.error {
+            Some(reason) if !t.correct => {
+                self.seen.insert(*v, 0.0);
+                self.rejected.push(Rejection {
+                    variant: *v,
+                    phase: phase.to_string(),
+                    reason: reason.clone(),
+                });
+            }
+            _ => {
+                self.seen.entry(*v).or_insert(t.gbs);
+            }
+        }
+        self.trials.push(t.clone());
+        Ok(t)
+    }
+
+    /// Measures a variant not measured before (skipping measured, invalid
+    /// and inapplicable ones); whether it was measured.
+    fn explore(
+        &mut self,
+        source: &mut dyn MeasureSource,
+        v: Variant,
+        phase: &str,
+        reps: u32,
+    ) -> Result<bool, SearchError> {
+        let v = v.canonical();
+        if self.seen.contains_key(&v) || v.validate().is_err() || !source.applicable(&v) {
+            return Ok(false);
+        }
+        self.measure(source, &v, phase, reps)?;
+        Ok(true)
+    }
+
+    /// The variants not rejected, fastest first (ties: variant order).
+    fn ranked(&self) -> Vec<(Variant, f64)> {
+        let mut ranked: Vec<(Variant, f64)> = self
+            .seen
+            .iter()
+            .filter(|(_, g)| **g > 0.0)
+            .map(|(v, g)| (*v, *g))
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked
+    }
+
+    fn best(&self) -> Option<(Variant, f64)> {
+        self.seen
+            .iter()
+            .filter(|(_, g)| **g > 0.0)
+            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(v, g)| (*v, *g))
+    }
+}
+
 /// Runs the search. `proposals` come from the policy, best first.
+///
+/// Every measurement is correctness-checked by the source; a variant that
+/// fails any check, in any phase, is rejected for good
+/// ([`TuneOutcome::rejected`] says why). The winner is measured once more
+/// before it is returned; if that check fails, the next-best variant that
+/// has not failed is re-measured like a finalist and checked instead, and
+/// so on.
 pub fn search(
     proposals: &[Variant],
     source: &mut dyn MeasureSource,
     cfg: &SearchConfig,
 ) -> Result<TuneOutcome, SearchError> {
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    let mut trials: Vec<Trial> = Vec::new();
-    let mut seen: HashMap<Variant, f64> = HashMap::new(); // variant -> gbs (0 = incorrect)
-    let mut spent = 0.0;
+    let mut led = Ledger {
+        seen: HashMap::new(),
+        trials: Vec::new(),
+        rejected: Vec::new(),
+        spent: 0.0,
+    };
     let mut stopped = String::from("search space exhausted");
 
     // Exploration keeps a reserve of the budget for the finalists' re-measurement.
     let explore_budget = cfg.budget_seconds * (1.0 - FINALIST_RESERVE);
-    let over_budget = |spent: f64, n: usize| spent >= explore_budget || n >= cfg.max_candidates;
-
-    let mut try_variant = |v: Variant,
-                           phase: &str,
-                           seen: &mut HashMap<Variant, f64>,
-                           trials: &mut Vec<Trial>,
-                           spent: &mut f64|
-     -> Result<bool, SearchError> {
-        let v = v.canonical();
-        if seen.contains_key(&v) || v.validate().is_err() || !source.applicable(&v) {
-            return Ok(false);
-        }
-        let (res, secs) = source.measure(&v, cfg.reps)?;
-        *spent += secs;
-        let t = summarize(v, phase, &res, secs);
-        seen.insert(v, t.gbs);
-        trials.push(t);
-        Ok(true)
-    };
+    let over_budget =
+        |led: &Ledger| led.spent >= explore_budget || led.seen.len() >= cfg.max_candidates;
 
     // The policy's first few proposals, then the layout strategies (when the
     // samples have their layout), then the rest of the policy's proposals.
@@ -396,38 +559,20 @@ pub fn search(
         )
         .chain(initial[head..].iter().map(|v| (*v, "policy")));
     for (v, phase) in order {
-        if over_budget(spent, seen.len()) {
+        if over_budget(&led) {
             stopped = "budget spent during the initial proposals".into();
             break;
         }
-        try_variant(v, phase, &mut seen, &mut trials, &mut spent)?;
+        led.explore(source, v, phase, cfg.reps)?;
     }
 
-    let best_of = |seen: &HashMap<Variant, f64>| {
-        seen.iter()
-            .filter(|(_, g)| **g > 0.0)
-            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
-            .map(|(v, g)| (*v, *g))
-    };
-
     let mut stale = 0;
-    'gens: while !over_budget(spent, seen.len()) {
-        let mut ranked: Vec<(Variant, f64)> = seen
-            .iter()
-            .filter(|(_, g)| **g > 0.0)
-            .map(|(v, g)| (*v, *g))
-            .collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    'gens: while !over_budget(&led) {
+        let mut ranked = led.ranked();
         ranked.truncate(cfg.parents.max(1));
         if ranked.is_empty() {
             // Nothing correct yet: fall back to the always-safe variant.
-            if !try_variant(
-                Variant::FALLBACK,
-                "mutate",
-                &mut seen,
-                &mut trials,
-                &mut spent,
-            )? {
+            if !led.explore(source, Variant::FALLBACK, "mutate", cfg.reps)? {
                 break;
             }
             continue;
@@ -435,7 +580,7 @@ pub fn search(
         let before = ranked[0].1;
         let mut new = 0;
         for i in 0..cfg.children {
-            if over_budget(spent, seen.len()) {
+            if over_budget(&led) {
                 stopped = "budget spent".into();
                 break 'gens;
             }
@@ -446,17 +591,17 @@ pub fn search(
             } else {
                 (mutate(&a, &mut rng), "mutate")
             };
-            if try_variant(child, phase, &mut seen, &mut trials, &mut spent)? {
+            if led.explore(source, child, phase, cfg.reps)? {
                 new += 1;
             }
         }
-        let after = best_of(&seen).map(|b| b.1).unwrap_or(0.0);
+        let after = led.best().map(|b| b.1).unwrap_or(0.0);
         if after > before * 1.01 {
             stale = 0;
         } else {
             stale += 1;
         }
-        let explored = seen.len() >= cfg.min_explore || spent >= cfg.budget_seconds * 0.25;
+        let explored = led.seen.len() >= cfg.min_explore || led.spent >= cfg.budget_seconds * 0.25;
         if stale >= cfg.patience && explored {
             stopped = format!("no improvement in {} generations", cfg.patience);
             break;
@@ -469,19 +614,19 @@ pub fn search(
     // Hill climbing: measure every single-parameter neighbour of the best
     // variant, move to a better one, repeat, while the budget lasts.
     let mut climbed = 0;
-    while !over_budget(spent, seen.len()) {
-        let Some((best, best_gbs)) = best_of(&seen) else {
+    while !over_budget(&led) {
+        let Some((best, best_gbs)) = led.best() else {
             break;
         };
         for n in neighbors(&best) {
-            if over_budget(spent, seen.len()) {
+            if over_budget(&led) {
                 break;
             }
-            if try_variant(n, "climb", &mut seen, &mut trials, &mut spent)? {
+            if led.explore(source, n, "climb", cfg.reps)? {
                 climbed += 1;
             }
         }
-        match best_of(&seen) {
+        match led.best() {
             Some((_, g)) if g > best_gbs * 1.01 => continue,
             _ => break,
         }
@@ -489,68 +634,121 @@ pub fn search(
     if climbed > 0 {
         stopped = format!("{stopped}; then {climbed} neighbours of the best measured");
     }
-    if over_budget(spent, seen.len()) && !stopped.contains("budget") {
+    if over_budget(&led) && !stopped.contains("budget") {
         stopped = format!("{stopped}; budget spent");
     }
 
-    // Finalists.
-    let mut ranked: Vec<(Variant, f64)> = seen
-        .iter()
-        .filter(|(_, g)| **g > 0.0)
-        .map(|(v, g)| (*v, *g))
-        .collect();
+    // Finalists: re-measured in rounds; one failed check disqualifies.
+    let ranked = led.ranked();
     if ranked.is_empty() {
-        return Err(SearchError::NoCorrectVariant(seen.len()));
+        return Err(SearchError::NoCorrectVariant(led.seen.len()));
     }
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked.truncate(cfg.finalists.max(1));
-    let mut rounds: Vec<Vec<f64>> = vec![Vec::new(); ranked.len()];
+    let finalists = &ranked[..cfg.finalists.max(1).min(ranked.len())];
+    // GB/s per round, per finalist; `None` once disqualified.
+    let mut rounds: Vec<Option<Vec<f64>>> = vec![Some(Vec::new()); finalists.len()];
+    let mut rounds_taken = 0;
     for round in 0..cfg.rounds.max(1) {
-        if round > 0 && spent >= cfg.budget_seconds {
+        if round > 0 && led.spent >= cfg.budget_seconds {
             break; // one round is always taken; more only within the budget
         }
-        for (i, (v, _)) in ranked.iter().enumerate() {
-            let (res, secs) = source.measure(v, cfg.final_reps)?;
-            spent += secs;
-            let t = summarize(*v, "final", &res, secs);
-            rounds[i].push(t.gbs);
-            trials.push(t);
+        rounds_taken += 1;
+        for (i, (v, _)) in finalists.iter().enumerate() {
+            if rounds[i].is_none() {
+                continue;
+            }
+            let t = led.measure(source, v, "final", cfg.final_reps)?;
+            match (&mut rounds[i], t.correct) {
+                (Some(r), true) => r.push(t.gbs),
+                (slot, _) => *slot = None,
+            }
         }
     }
-    let stats: Vec<(f64, f64)> = rounds
+    // (finalist index, median, relative spread) of the finalists still in.
+    let stats: Vec<(usize, f64, f64)> = rounds
         .iter()
-        .map(|r| {
-            let mut s = r.clone();
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let mut s = r.clone()?;
             s.sort_by(f64::total_cmp);
             let med = s[s.len() / 2];
-            let spread = if med > 0.0 {
-                (s[s.len() - 1] - s[0]) / med
-            } else {
-                f64::INFINITY
-            };
-            (med, spread)
+            Some((i, med, (s[s.len() - 1] - s[0]) / med))
         })
         .collect();
-    let mut inc = 0;
-    for i in 1..ranked.len() {
-        let (cm, cs) = stats[i];
-        let (im, is) = stats[inc];
-        let noise = cs.max(is).max(cfg.min_noise);
-        if im <= 0.0 || (cm > 0.0 && cm > im * (1.0 + noise)) {
-            inc = i;
+    // The incumbent is the first-ranked finalist still in; a challenger
+    // replaces it only by beating its median by more than the noise.
+    let mut inc: Option<usize> = None;
+    for (k, &(_, cm, cs)) in stats.iter().enumerate() {
+        let better = match inc {
+            None => true,
+            Some(j) => {
+                let (_, im, is) = stats[j];
+                cm > im * (1.0 + cs.max(is).max(cfg.min_noise))
+            }
+        };
+        if better {
+            inc = Some(k);
         }
     }
-    if stats[inc].0 <= 0.0 {
-        return Err(SearchError::NoCorrectVariant(seen.len()));
+    // Candidates in order of preference: the finalists' winner, the other
+    // finalists still in (by median), then the rest that never failed (by
+    // their first measurement). One that was not a finalist is first
+    // re-measured like one (as many rounds as the finalists had, all
+    // checked); each then gets one more checked measurement, and the first
+    // that passes every check is the winner.
+    let mut order: Vec<(Variant, Option<f64>)> = Vec::new();
+    if let Some(k) = inc {
+        order.push((finalists[stats[k].0].0, Some(stats[k].1)));
     }
-    Ok(TuneOutcome {
-        winner: ranked[inc].0,
-        gbs: stats[inc].0,
-        candidates: seen.len(),
-        seconds: spent,
-        stopped,
-        trials,
-    })
+    let mut others: Vec<&(usize, f64, f64)> = stats
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| Some(*k) != inc)
+        .map(|(_, s)| s)
+        .collect();
+    others.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    order.extend(others.iter().map(|s| (finalists[s.0].0, Some(s.1))));
+    order.extend(ranked[finalists.len()..].iter().map(|(v, _)| (*v, None)));
+    'candidates: for (v, finals_median) in order {
+        if led.seen.get(&v).is_none_or(|g| *g <= 0.0) {
+            continue;
+        }
+        let median = match finals_median {
+            Some(m) => m,
+            None => {
+                let mut gbs = Vec::with_capacity(rounds_taken);
+                for _ in 0..rounds_taken {
+                    let t = led.measure(source, &v, "final", cfg.final_reps)?;
+                    if !t.correct {
+                        continue 'candidates;
+                    }
+                    gbs.push(t.gbs);
+                }
+                gbs.sort_by(f64::total_cmp);
+                gbs[gbs.len() / 2]
+            }
+        };
+        if !led.measure(source, &v, "verify", cfg.final_reps)?.correct {
+            continue;
+        }
+        let late = led
+            .rejected
+            .iter()
+            .filter(|r| r.phase == "final" || r.phase == "verify")
+            .count();
+        if late > 0 {
+            stopped = format!("{stopped}; {late} rejected when re-measured");
+        }
+        return Ok(TuneOutcome {
+            winner: v,
+            gbs: median,
+            candidates: led.seen.len(),
+            seconds: led.spent,
+            stopped,
+            trials: led.trials,
+            rejected: led.rejected,
+        });
+    }
+    Err(SearchError::NoCorrectVariant(led.seen.len()))
 }
 
 #[cfg(test)]
@@ -658,6 +856,18 @@ mod tests {
         for t in out.trials.iter().filter(|t| t.variant == out.winner) {
             assert!(t.correct);
         }
+        // Every failed trial is a rejection with its reason, and nothing else is.
+        let failed: Vec<Variant> = out
+            .trials
+            .iter()
+            .filter(|t| !t.correct)
+            .map(|t| t.variant)
+            .collect();
+        let rejected: Vec<Variant> = out.rejected.iter().map(|r| r.variant).collect();
+        assert_eq!(failed, rejected);
+        for r in &out.rejected {
+            assert!(r.reason.contains("wrong result"), "{}", r.reason);
+        }
     }
 
     #[test]
@@ -690,19 +900,23 @@ mod tests {
         let explore: f64 = out
             .trials
             .iter()
-            .filter(|t| t.phase != "final")
+            .filter(|t| t.phase != "final" && t.phase != "verify")
             .map(|t| t.seconds)
             .sum();
         assert!(
             explore <= 10.0 * (1.0 - FINALIST_RESERVE) + 0.25 + 1e-9,
             "exploration spent {explore}"
         );
-        // One finalist round may overrun by at most its own cost.
+        // One finalist round may overrun by at most its own cost, and the
+        // winner's re-check (one measurement) comes on top.
         assert!(
-            out.seconds <= 10.0 + 3.0 * 0.25 + 1e-9,
+            out.seconds <= 10.0 + 3.0 * 0.25 + 0.25 + 1e-9,
             "total {}",
             out.seconds
         );
+        let verify: Vec<&Trial> = out.trials.iter().filter(|t| t.phase == "verify").collect();
+        assert_eq!(verify.len(), 1);
+        assert_eq!(verify[0].variant, out.winner);
         let cfg = SearchConfig {
             max_candidates: 5,
             budget_seconds: 1e9,
@@ -850,7 +1064,7 @@ mod tests {
             let first = out
                 .trials
                 .iter()
-                .filter(|t| t.phase != "final")
+                .filter(|t| t.phase != "final" && t.phase != "verify")
                 .max_by(|x, y| x.gbs.total_cmp(&y.gbs))
                 .unwrap()
                 .variant;
@@ -908,5 +1122,394 @@ mod tests {
             },
         );
         assert!(matches!(e, Err(SearchError::NoCorrectVariant(_))));
+    }
+
+    /// Reason of the rejection of `v` in `out`, if it was rejected.
+    fn rejection<'a>(out: &'a TuneOutcome, v: &Variant) -> Option<&'a Rejection> {
+        out.rejected.iter().find(|r| r.variant == *v)
+    }
+
+    /// Asserts the winner passed every check it had, including the final
+    /// re-check (the last trial), and that a rejected variant is never
+    /// measured after its failing trial.
+    fn assert_trustworthy(out: &TuneOutcome) {
+        for t in out.trials.iter().filter(|t| t.variant == out.winner) {
+            assert!(t.correct, "winner {} failed a check: {t:?}", out.winner);
+        }
+        let last = out.trials.last().unwrap();
+        assert_eq!((last.phase.as_str(), last.variant), ("verify", out.winner));
+        assert!(rejection(out, &out.winner).is_none());
+        for r in &out.rejected {
+            let fail = out
+                .trials
+                .iter()
+                .position(|t| t.variant == r.variant && !t.correct)
+                .unwrap_or_else(|| panic!("no failed trial for rejected {}", r.variant));
+            assert_eq!(out.trials[fail].phase, r.phase);
+            assert!(
+                out.trials[fail + 1..]
+                    .iter()
+                    .all(|t| t.variant != r.variant),
+                "{} measured again after it was rejected",
+                r.variant
+            );
+        }
+    }
+
+    /// A source over `Sim` where the variants `racy` selects give a wrong
+    /// result on every third of their own measurements, starting at the
+    /// `3 - phase`-th one (a race that loses one time in three).
+    struct Racy {
+        sim: Sim,
+        racy: fn(&Variant) -> bool,
+        phase: usize,
+        counts: HashMap<Variant, usize>,
+    }
+
+    impl MeasureSource for Racy {
+        fn samples(&self) -> usize {
+            self.sim.samples()
+        }
+        fn measure(
+            &mut self,
+            v: &Variant,
+            reps: u32,
+        ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+            let (mut res, secs) = self.sim.measure(v, reps)?;
+            if (self.racy)(v) {
+                let n = self.counts.entry(*v).or_insert(0);
+                *n += 1;
+                if (*n + self.phase).is_multiple_of(3) {
+                    res[1] = SampleResult {
+                        correct: false,
+                        rel_err: 0.3,
+                        gbs: 0.0,
+                        ..res[1].clone()
+                    };
+                }
+            }
+            Ok((res, secs))
+        }
+    }
+
+    #[test]
+    fn a_fastest_kernel_wrong_one_time_in_three_is_never_chosen() {
+        // The fastest family (group-per-row with 8+ lanes) races: its result
+        // is wrong on one measurement in three. Whether the wrong one comes
+        // first (exploration), second (a finalist round) or third (a later
+        // round, or the winner's re-check), it must never win.
+        let racy = |v: &Variant| v.strategy == Strategy::GroupPerRow && v.lanes >= 8;
+        for rounds in [3, 1] {
+            for phase in 0..3 {
+                let mut src = Racy {
+                    sim: sim(|_| false, 0.0, 0.1),
+                    racy,
+                    phase,
+                    counts: HashMap::new(),
+                };
+                let cfg = SearchConfig {
+                    rounds,
+                    ..Default::default()
+                };
+                let out = search(&proposals(), &mut src, &cfg).unwrap();
+                let at = format!("rounds {rounds}, phase {phase}");
+                assert!(!racy(&out.winner), "{at}: racy {} chosen", out.winner);
+                assert_trustworthy(&out);
+                let racy_rejections: Vec<&Rejection> =
+                    out.rejected.iter().filter(|r| racy(&r.variant)).collect();
+                assert!(
+                    !racy_rejections.is_empty(),
+                    "{at}: no racy variant measured"
+                );
+                for r in &racy_rejections {
+                    assert!(
+                        r.reason.contains("sample 1: wrong result"),
+                        "{at}: {}",
+                        r.reason
+                    );
+                }
+                // When the first measurement passes, the race is caught only
+                // by re-measuring: in a finalist round or by the re-check.
+                let late = racy_rejections
+                    .iter()
+                    .any(|r| r.phase == "final" || r.phase == "verify");
+                assert_eq!(late, phase != 2, "{at}: {racy_rejections:?}");
+                if rounds == 1 && phase == 0 {
+                    assert!(
+                        racy_rejections.iter().any(|r| r.phase == "verify"),
+                        "{at}: the re-check caught nothing: {racy_rejections:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A source with fixed speeds for a few variants, 10 GB/s for the rest,
+    /// where `bad` turns wrong from its `from`-th measurement on.
+    struct Fixed {
+        speeds: Vec<(Variant, f64)>,
+        bad: Variant,
+        from: usize,
+        calls: usize,
+    }
+
+    impl MeasureSource for Fixed {
+        fn samples(&self) -> usize {
+            1
+        }
+        fn measure(
+            &mut self,
+            v: &Variant,
+            _reps: u32,
+        ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+            let wrong = *v == self.bad && {
+                self.calls += 1;
+                self.calls >= self.from
+            };
+            let gbs = self
+                .speeds
+                .iter()
+                .find(|(w, _)| w == v)
+                .map_or(10.0, |(_, g)| *g);
+            Ok((
+                vec![SampleResult {
+                    correct: !wrong,
+                    rel_err: if wrong { 1.0 } else { 0.0 },
+                    gbs: if wrong { 0.0 } else { gbs },
+                    median_us: 1.0,
+                    error: None,
+                }],
+                0.01,
+            ))
+        }
+    }
+
+    #[test]
+    fn a_winner_that_fails_its_recheck_gives_way_to_the_next_best() {
+        let a = Variant::of(Strategy::GroupPerRow);
+        let b = Variant::of(Strategy::NnzSplit);
+        let c = Variant::of(Strategy::ThreadPerRow);
+        let speeds = vec![(a, 1200.0), (b, 1000.0), (c, 800.0)];
+        // `a` passes exploration and both finalist rounds, then fails its
+        // re-check (its 4th measurement): the next finalist, `b`, is checked
+        // and wins with its finalist median.
+        let mut src = Fixed {
+            speeds: speeds.clone(),
+            bad: a,
+            from: 4,
+            calls: 0,
+        };
+        let cfg = SearchConfig {
+            initial: 3,
+            max_candidates: 3,
+            finalists: 2,
+            rounds: 2,
+            budget_seconds: 100.0,
+            ..Default::default()
+        };
+        let out = search(&[a, b, c], &mut src, &cfg).unwrap();
+        assert_eq!(out.winner, b);
+        assert!((out.gbs - 1000.0).abs() < 1e-9, "{}", out.gbs);
+        assert_trustworthy(&out);
+        let r = rejection(&out, &a).expect("a rejected");
+        assert_eq!(r.phase, "verify");
+        assert!(r.reason.contains("wrong result"), "{}", r.reason);
+        let verified: Vec<Variant> = out
+            .trials
+            .iter()
+            .filter(|t| t.phase == "verify")
+            .map(|t| t.variant)
+            .collect();
+        assert_eq!(verified, [a, b]);
+        assert!(
+            out.stopped.contains("1 rejected when re-measured"),
+            "{}",
+            out.stopped
+        );
+        // With one finalist, the fallback is a candidate that was only
+        // explored: it is re-measured like a finalist (two rounds), then
+        // re-checked, and its finalist median is reported.
+        let mut src = Fixed {
+            speeds,
+            bad: a,
+            from: 4,
+            calls: 0,
+        };
+        let cfg = SearchConfig {
+            finalists: 1,
+            ..cfg
+        };
+        let out = search(&[a, b, c], &mut src, &cfg).unwrap();
+        assert_eq!(out.winner, b);
+        assert!((out.gbs - 1000.0).abs() < 1e-9, "{}", out.gbs);
+        assert_trustworthy(&out);
+        assert_eq!(
+            rejection(&out, &a).map(|r| r.phase.as_str()),
+            Some("verify")
+        );
+        let tail: Vec<(&str, Variant)> = out
+            .trials
+            .iter()
+            .skip_while(|t| t.phase != "verify")
+            .map(|t| (t.phase.as_str(), t.variant))
+            .collect();
+        assert_eq!(
+            tail,
+            [("verify", a), ("final", b), ("final", b), ("verify", b)]
+        );
+    }
+
+    #[test]
+    fn faulty_variants_are_rejected_with_their_reasons() {
+        // Four injected faults, each faster than every sound variant:
+        // - `wrong`: a wrong result on every sample;
+        // - `oob`: the check of sample 1 hits a launch error (an illegal
+        //   address, as the harness reports a recoverable launch failure);
+        // - `slow`: correct at first, then exceeds the time guard before a
+        //   timed launch completes (a failure reported by the source);
+        // - `untimed`: claims to be correct but was never timed.
+        let wrong = Variant {
+            lanes: 32,
+            ..Variant::of(Strategy::GroupPerRow)
+        };
+        let oob = Variant {
+            lanes: 16,
+            ..Variant::of(Strategy::GroupPerRow)
+        };
+        let slow = Variant {
+            items: 8,
+            ..Variant::of(Strategy::NnzSplit)
+        };
+        let untimed = Variant {
+            block: 512,
+            ..Variant::of(Strategy::BlockPerRow)
+        };
+        struct Faulty {
+            sim: Sim,
+            faults: [Variant; 4],
+            slow_calls: usize,
+        }
+        impl MeasureSource for Faulty {
+            fn samples(&self) -> usize {
+                self.sim.samples()
+            }
+            fn measure(
+                &mut self,
+                v: &Variant,
+                reps: u32,
+            ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+                let (mut res, secs) = self.sim.measure(v, reps)?;
+                let [wrong, oob, slow, untimed] = self.faults;
+                let failed = |rel_err: f64, msg: &str| SampleResult {
+                    correct: false,
+                    rel_err,
+                    gbs: 0.0,
+                    median_us: f64::INFINITY,
+                    error: Some(msg.to_string()),
+                };
+                let fast = |r: &mut SampleResult| r.gbs = 5000.0;
+                if *v == wrong {
+                    for r in &mut res {
+                        *r = SampleResult {
+                            correct: false,
+                            rel_err: 0.25,
+                            gbs: 0.0,
+                            ..r.clone()
+                        };
+                    }
+                } else if *v == oob {
+                    fast(&mut res[0]);
+                    res[1] = failed(
+                        f64::INFINITY,
+                        "check failed: launch failed: CUDA_ERROR_ILLEGAL_ADDRESS",
+                    );
+                } else if *v == slow {
+                    self.slow_calls += 1;
+                    if self.slow_calls == 1 {
+                        res.iter_mut().for_each(fast);
+                    } else {
+                        res[0] = failed(1e-7, "no timed launch completed within the 0.5 s guard");
+                    }
+                } else if *v == untimed {
+                    res.iter_mut().for_each(|r| {
+                        r.gbs = f64::NAN;
+                        r.median_us = f64::INFINITY;
+                    });
+                }
+                Ok((res, secs))
+            }
+        }
+        let faults = [wrong, oob, slow, untimed];
+        let mut src = Faulty {
+            sim: sim(|_| false, 0.0, 0.01),
+            faults,
+            slow_calls: 0,
+        };
+        let mut props = faults.to_vec();
+        props.extend(proposals());
+        let out = search(&props, &mut src, &SearchConfig::default()).unwrap();
+        assert!(!faults.contains(&out.winner), "{} chosen", out.winner);
+        assert_trustworthy(&out);
+        let expect = [
+            (
+                wrong,
+                "policy",
+                "sample 0: wrong result (relative error 2.50e-1)",
+            ),
+            (
+                oob,
+                "policy",
+                "sample 1: check failed: launch failed: CUDA_ERROR_ILLEGAL_ADDRESS",
+            ),
+            (
+                slow,
+                "final",
+                "sample 0: no timed launch completed within the 0.5 s guard",
+            ),
+            (untimed, "policy", "sample 0: not timed (NaN GB/s"),
+        ];
+        for (v, phase, reason) in expect {
+            let r = rejection(&out, &v).unwrap_or_else(|| panic!("{v} not rejected"));
+            assert_eq!(r.phase, phase, "{v}");
+            assert!(r.reason.starts_with(reason), "{v}: {}", r.reason);
+        }
+        // The rejections survive the trip through the cache (serde).
+        let back: TuneOutcome =
+            serde_json::from_str(&serde_json::to_string(&out).unwrap()).unwrap();
+        assert_eq!(back.rejected, out.rejected);
+    }
+
+    #[test]
+    fn failure_reasons() {
+        let ok = SampleResult {
+            correct: true,
+            rel_err: 1e-7,
+            gbs: 100.0,
+            median_us: 1.0,
+            error: None,
+        };
+        assert_eq!(failure(&[ok.clone(), ok.clone()], 2), None);
+        assert_eq!(
+            failure(std::slice::from_ref(&ok), 2).as_deref(),
+            Some("measured on 1 of 2 samples")
+        );
+        assert_eq!(
+            failure(&[], 0).as_deref(),
+            Some("measured on 0 of 1 samples")
+        );
+        let err = SampleResult {
+            error: Some("boom".into()),
+            ..ok.clone()
+        };
+        assert_eq!(
+            failure(&[ok.clone(), err], 2).as_deref(),
+            Some("sample 1: boom")
+        );
+        let zero = SampleResult { gbs: 0.0, ..ok };
+        assert!(
+            failure(&[zero], 1)
+                .unwrap()
+                .starts_with("sample 0: not timed")
+        );
     }
 }
