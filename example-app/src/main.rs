@@ -6,9 +6,12 @@
 //!   float64 CPU PageRank computed with sprs.
 //! - One SpMV with a real power-network matrix (f64) against the CPU.
 //!
-//! SpMV runs on the GPU with the kernels tuned at build time; the vector
-//! updates run on the CPU to keep the example short.
+//! Both solvers run entirely on the GPU (`sparserl_rt::solvers`): the tuned
+//! SpMV with its fused epilogue, fused vector updates, scalars kept on the
+//! device, iterations replayed as CUDA graphs; the host only checks
+//! convergence once per chunk of iterations.
 
+use sparserl_rt::solvers::{self, Cg, CgOptions, PageRankOptions};
 use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Gpu, KernelSpec, RtError, SpmvKernel, synth};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -58,10 +61,6 @@ fn report_speed(name: &str, m: &Csr, value_size: usize, us: f64) {
     println!("{name}: {us:.1} us per SpMV, {gbs:.0} GB/s effective (compulsory bytes / time)");
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 fn cg(gpu: &Gpu) -> Result<()> {
     let n = 128;
     let a = synth::stencil(&[n, n, n], 7)?;
@@ -70,41 +69,30 @@ fn cg(gpu: &Gpu) -> Result<()> {
         "\nCG: 3-D Poisson, {n}^3 grid, {rows} rows, {} nonzeros, f64",
         a.nnz()
     );
-    // CSR plus only the layout the tuned kernel reads.
-    let da = kernels::Poisson3d.upload(gpu, &a)?;
+    let k = kernels::Poisson3d;
+    // Only what the tuned kernel reads (the diagonal layout holds no indices).
+    let da = k.upload_lean(gpu, &a)?;
+    println!(
+        "CG: matrix holds {:.1} MB on the device (CSR would be {:.1} MB)",
+        da.total_device_bytes() as f64 / 1e6,
+        (a.nnz() * 12 + (rows + 1) * 4) as f64 / 1e6
+    );
     // b = A x_true for a smooth x_true.
     let x_true: Vec<f64> = (0..rows).map(|i| ((i % 97) as f64 / 97.0).sin()).collect();
     let b = a.spmv_f64(&x_true);
-    let mut x = vec![0.0; rows];
-    let mut r = b.clone();
-    let mut p = r.clone();
-    let mut rr = dot(&r, &r);
-    let bnorm = dot(&b, &b).sqrt();
-    let mut dp = DeviceVec::<f64>::zeros(gpu, rows)?;
-    let mut dq = DeviceVec::<f64>::zeros(gpu, rows)?;
-    let k = kernels::Poisson3d;
-    let t = Instant::now();
-    let mut iters = 0;
-    let max_iters = 2000;
-    while iters < max_iters && rr.sqrt() / bnorm > 1e-9 {
-        dp.copy_from_host(gpu, &p)?;
-        k.spmv(gpu, &da, &dp, &mut dq)?;
-        let q = dq.to_host(gpu)?;
-        let alpha = rr / dot(&p, &q);
-        for i in 0..rows {
-            x[i] += alpha * p[i];
-            r[i] -= alpha * q[i];
-        }
-        let rr_new = dot(&r, &r);
-        let beta = rr_new / rr;
-        rr = rr_new;
-        for i in 0..rows {
-            p[i] = r[i] + beta * p[i];
-        }
-        iters += 1;
-    }
+    let db = DeviceVec::from_host(gpu, &b)?;
+    let mut dx = DeviceVec::<f64>::zeros(gpu, rows)?;
+    let mut cg = Cg::new(gpu, &k, &da, None)?;
+    let opts = CgOptions {
+        tol: 1e-9,
+        max_iters: 2000,
+        chunk: 25,
+    };
+    let rep = cg.solve(gpu, &da, &db, &mut dx, &opts)?;
     // True residual, computed on the CPU in float64.
+    let x = dx.to_host(gpu)?;
     let ax = a.spmv_f64(&x);
+    let bnorm = b.iter().map(|v| v * v).sum::<f64>().sqrt();
     let res: f64 = ax
         .iter()
         .zip(&b)
@@ -113,15 +101,19 @@ fn cg(gpu: &Gpu) -> Result<()> {
         .sqrt()
         / bnorm;
     println!(
-        "CG: {iters} iterations in {:.2} s, true relative residual {res:.2e} ({})",
-        t.elapsed().as_secs_f64(),
+        "CG: {} iterations ({} launched) in {:.2} ms, {:.1} us per iteration, true relative residual {res:.2e} ({})",
+        rep.iterations,
+        rep.launched,
+        rep.seconds * 1e3,
+        rep.seconds * 1e6 / rep.launched.max(1) as f64,
         if res < 1e-8 {
             "converged"
         } else {
             "NOT converged"
         }
     );
-    let us = time_spmv(&k, gpu, &da, &dp, &mut dq, 50)?;
+    let mut dq = DeviceVec::<f64>::zeros(gpu, rows)?;
+    let us = time_spmv(&k, gpu, &da, &dx, &mut dq, 50)?;
     report_speed("CG SpMV", &a, 8, us);
     if res >= 1e-8 {
         return Err("CG did not reach a relative residual of 1e-8".into());
@@ -163,23 +155,23 @@ fn pagerank(gpu: &Gpu) -> Result<()> {
         let base = (1.0 - d) / n as f64 + d * dangling / n as f64;
         xr = dense.iter().map(|v| base + d * v).collect();
     }
-    // GPU: SpMV in f32 with the tuned kernel.
+    // GPU: the whole power iteration on the device with the tuned kernel.
     let k = kernels::Pagerank;
-    let mut x = vec![1.0f32 / n as f32; n];
-    let mut dx = DeviceVec::<f32>::zeros(gpu, n)?;
-    let mut dy = DeviceVec::<f32>::zeros(gpu, n)?;
-    let t = Instant::now();
-    for _ in 0..iters {
-        let dangling: f64 = (0..n)
-            .filter(|&j| outdeg[j] == 0)
-            .map(|j| x[j] as f64)
-            .sum();
-        dx.copy_from_host(gpu, &x)?;
-        k.spmv(gpu, &dm, &dx, &mut dy)?;
-        let y = dy.to_host(gpu)?;
-        let base = (1.0 - d) / n as f64 + d * dangling / n as f64;
-        x = y.iter().map(|&v| (base + d * v as f64) as f32).collect();
-    }
+    let mask: Vec<f32> = solvers::dangling_mask(&m)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let dmask = DeviceVec::from_host(gpu, &mask)?;
+    let mut dx = DeviceVec::from_host(gpu, &vec![1.0f32 / n as f32; n])?;
+    let opts = PageRankOptions {
+        damping: d,
+        tol: 0.0,
+        max_iters: iters,
+        chunk: 10,
+    };
+    let rep = solvers::pagerank(gpu, &k, &dm, &dmask, &mut dx, &opts)?;
+    let x = dx.to_host(gpu)?;
+    let t_us = rep.seconds * 1e6 / rep.iterations.max(1) as f64;
     let max_diff = x
         .iter()
         .zip(&xr)
@@ -187,10 +179,11 @@ fn pagerank(gpu: &Gpu) -> Result<()> {
         .fold(0.0, f64::max);
     let l1: f64 = x.iter().zip(&xr).map(|(a, b)| (*a as f64 - b).abs()).sum();
     println!(
-        "PageRank: {iters} iterations in {:.2} s; vs CPU float64: max |diff| {max_diff:.2e}, L1 {l1:.2e} ({})",
-        t.elapsed().as_secs_f64(),
+        "PageRank: {} iterations, {t_us:.1} us per iteration; vs CPU float64: max |diff| {max_diff:.2e}, L1 {l1:.2e} ({})",
+        rep.iterations,
         if l1 <= 1e-5 { "match" } else { "MISMATCH" }
     );
+    let mut dy = DeviceVec::<f32>::zeros(gpu, n)?;
     let us = time_spmv(&k, gpu, &dm, &dx, &mut dy, 50)?;
     report_speed("PageRank SpMV", &m, 4, us);
     if l1 > 1e-5 {

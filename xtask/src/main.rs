@@ -5,12 +5,9 @@
 //! `cargo build --release -p xtask` and run `target/release/xtask <command>`
 //! on the GPU machine.
 
-#[expect(
-    dead_code,
-    reason = "unused until the application benchmark driver calls it; remove then"
-)]
 mod app_vendor;
 mod bench;
+mod bench_app;
 mod common;
 mod cusparse;
 mod demo;
@@ -54,6 +51,8 @@ enum Cmd {
     Train(policy::TrainArgs),
     /// Evaluate the committed policy offline on its held-out H200 measurements.
     EvalPolicy(policy::EvalArgs),
+    /// Whole iterations: CG and PageRank, ours vs cuSPARSE + cuBLAS.
+    BenchApp(bench_app::Args),
     /// Compile sparserl-rt's vector kernels to the PTX the runtime embeds.
     VectorPtx(vector_ptx::Args),
 }
@@ -71,5 +70,6 @@ fn main() -> Result<()> {
         Cmd::Train(a) => policy::train(a),
         Cmd::EvalPolicy(a) => policy::eval(a),
         Cmd::VectorPtx(a) => vector_ptx::run(a),
+        Cmd::BenchApp(a) => bench_app::run(a),
     }
 }

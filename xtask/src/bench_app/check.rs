@@ -1,0 +1,249 @@
+//! GPU checks of the fused epilogues and of CUDA-graph replay: every
+//! variant that fuses, with every epilogue, on matrices that exercise every
+//! layout, against a float64 reference (the vector and the fused scalar).
+
+use super::kernel;
+use anyhow::{Result, bail};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use sparserl_rt::{
+    Coef, Csr, DeviceCoefs, DeviceScalar, DeviceVec, Epilogue, Fused, Gpu, Scalar, SpmvKernel,
+    Variant, ops, synth,
+};
+
+/// Counts of one fused check run.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct FusedCheck {
+    /// (variant, epilogue, matrix, value) combinations checked.
+    pub checked: usize,
+    /// Of those, passed.
+    pub passed: usize,
+    /// The first failures (at most 20), described.
+    pub failures: Vec<String>,
+    /// Largest relative error of y / of the fused dot seen.
+    pub max_err_y: f64,
+    /// Largest relative error of the fused dot.
+    pub max_err_dot: f64,
+    /// Whether the graph-replay check passed.
+    pub graph_replay: bool,
+}
+
+/// The check matrices: a 2-D stencil (diagonal, narrow), a power-law graph
+/// with long rows (binned, tiled), and a matrix with empty rows and one
+/// dense row.
+pub fn matrices() -> Result<Vec<(String, Csr)>> {
+    let mut out = vec![
+        ("stencil-2d-96".to_string(), synth::stencil(&[96, 96], 5)?),
+        (
+            "power-law-20k".to_string(),
+            synth::power_law(20_000, 12.0, 1.9, 5)?,
+        ),
+    ];
+    // Rows 0..n: empty every 7th, row 3 dense, others 1..5 entries.
+    let n = 3000;
+    let mut t = Vec::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    for i in 0..n {
+        if i % 7 == 0 {
+            continue;
+        }
+        let len = if i == 3 { n } else { rng.random_range(1..6) };
+        for k in 0..len {
+            let j = if i == 3 { k } else { rng.random_range(0..n) };
+            t.push((i as u32, j as u32, rng.random_range(-1.0..1.0)));
+        }
+    }
+    out.push(("empty-and-dense-rows".into(), Csr::from_triplets(n, n, &t)?));
+    Ok(out)
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs().max(1e-30)
+}
+
+fn check_one<T: Scalar>(
+    gpu: &Gpu,
+    k: &kernel::RuntimeKernel<T>,
+    a: &Csr,
+    out: &mut FusedCheck,
+    label: &str,
+) -> Result<()> {
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let x: Vec<T> = (0..a.cols())
+        .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
+        .collect();
+    let y0: Vec<T> = (0..a.rows())
+        .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
+        .collect();
+    let w: Vec<T> = (0..a.rows())
+        .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
+        .collect();
+    let xf: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+    let ax = a.spmv_f64(&xf);
+    let (alpha, beta, gamma) = (1.5, -0.5, 0.25);
+    let da = k.upload(gpu, a)?;
+    let dx = DeviceVec::from_host(gpu, &x)?;
+    let dw = DeviceVec::from_host(gpu, &w)?;
+    let coefs = DeviceCoefs::new(gpu, alpha, beta, gamma)?;
+    let dot = DeviceScalar::new(gpu)?;
+    let tol = sparserl_rt::tolerance(T::TYPE);
+    for ep in Epilogue::ALL {
+        let mut dy = DeviceVec::from_host(gpu, &y0)?;
+        let fused = match ep {
+            Epilogue::Axpby => Fused::Axpby { coefs: &coefs },
+            Epilogue::Dot => Fused::Dot { w: &dw, dot: &dot },
+            Epilogue::AxpbyDot => Fused::AxpbyDot {
+                coefs: &coefs,
+                w: &dw,
+                dot: &dot,
+            },
+        };
+        // Twice: the second run checks that the accumulator and ticket were
+        // left zeroed by the first.
+        k.spmv_fused(gpu, &da, &dx, &mut dy, fused)?;
+        k.spmv_fused(gpu, &da, &dx, &mut dy, fused)?;
+        let y = dy.to_host(gpu)?;
+        // Expected y after two applications (axpby reads y, so apply twice).
+        let mut want: Vec<f64> = y0.iter().map(|v| v.to_f64()).collect();
+        for _ in 0..2 {
+            for (i, wv) in want.iter_mut().enumerate() {
+                *wv = if ep.has_axpby() {
+                    alpha * ax[i] + beta * *wv + gamma
+                } else {
+                    ax[i]
+                };
+            }
+        }
+        let yf: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
+        let err_y = sparserl_rt::measure::rel_err(&yf, &want);
+        let mut err_d = 0.0;
+        if ep.has_dot() {
+            let got = dot.get(gpu)?;
+            // The fused scalar against the float64 dot of the y it wrote.
+            let want_d: f64 = yf.iter().zip(&w).map(|(a, b)| a * b.to_f64()).sum();
+            err_d = rel(got, want_d);
+        }
+        out.checked += 1;
+        out.max_err_y = out.max_err_y.max(err_y);
+        out.max_err_dot = out.max_err_dot.max(err_d);
+        // y of f32 after two axpby steps carries two roundings.
+        if err_y <= 2.0 * tol && err_d <= 1e-9 && err_y.is_finite() {
+            out.passed += 1;
+        } else if out.failures.len() < 20 {
+            out.failures.push(format!(
+                "{label} {ep} {}: rel err y {err_y:.2e}, dot {err_d:.2e}",
+                T::TYPE
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Captures ten axpys and a dot, replays the graph twice, compares with the
+/// host.
+fn graph_replay(gpu: &Gpu) -> Result<bool> {
+    let n = 100_000;
+    let xs: Vec<f64> = (0..n).map(|i| (i % 13) as f64 * 0.25).collect();
+    let x = DeviceVec::from_host(gpu, &xs)?;
+    let mut y = DeviceVec::<f64>::zeros(gpu, n)?;
+    let d = DeviceScalar::new(gpu)?;
+    {
+        let graph = gpu.capture(|| {
+            for _ in 0..10 {
+                ops::axpy(gpu, Coef::host(0.5), &x, &mut y)?;
+            }
+            ops::dot(gpu, &x, &y, &d)
+        })?;
+        // A host read inside a capture must be refused, not hang or break it.
+        let refused = gpu.capture(|| d.get(gpu).map(|_| ()));
+        if !matches!(refused, Err(sparserl_rt::RtError::Capturing { .. })) {
+            bail!("a host read inside a capture was not refused");
+        }
+        graph.launch(gpu)?;
+        graph.launch(gpu)?;
+    }
+    let want: f64 = xs.iter().map(|v| v * v * 10.0).sum();
+    let y_host = y.to_host(gpu)?;
+    let ok_y = y_host
+        .iter()
+        .zip(&xs)
+        .all(|(a, b)| (a - b * 10.0).abs() <= 1e-12 * b.abs().max(1.0));
+    Ok(ok_y && rel(d.get(gpu)?, want) <= 1e-12)
+}
+
+/// Runs every check; compile work is spread over threads.
+pub fn run(gpu: &Gpu) -> Result<FusedCheck> {
+    let mut out = FusedCheck {
+        graph_replay: graph_replay(gpu)?,
+        ..FusedCheck::default()
+    };
+    eprintln!("fused check: graph replay {}", out.graph_replay);
+    let mats = matrices()?;
+    let variants: Vec<Variant> = sparserl_rt::full_space()
+        .into_iter()
+        .filter(|v| v.strategy.fuses_epilogue())
+        .collect();
+    for value in [sparserl_rt::ValueType::F32, sparserl_rt::ValueType::F64] {
+        let arch = gpu.arch();
+        // Compile in parallel, then check on the one stream.
+        let built: Vec<Result<(Variant, BuiltKernel)>> = std::thread::scope(|s| {
+            let chunks: Vec<&[Variant]> = variants.chunks(variants.len().div_ceil(12)).collect();
+            let handles: Vec<_> = chunks
+                .into_iter()
+                .map(|c| {
+                    let arch = arch.clone();
+                    s.spawn(move || {
+                        c.iter()
+                            .map(|v| {
+                                let k = match value {
+                                    sparserl_rt::ValueType::F32 => BuiltKernel::F32(
+                                        kernel::build::<f32>("check", v, &Epilogue::ALL, &arch)?,
+                                    ),
+                                    sparserl_rt::ValueType::F64 => BuiltKernel::F64(
+                                        kernel::build::<f64>("check", v, &Epilogue::ALL, &arch)?,
+                                    ),
+                                };
+                                Ok((*v, k))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        for b in built {
+            let (v, k) = b?;
+            for (name, a) in &mats {
+                let label = format!("{} {name}", v.id());
+                // Layout variants run only where the matrix has the layout.
+                let probe = sparserl_rt::DeviceCsr::<f32>::upload_with(
+                    gpu,
+                    a,
+                    sparserl_rt::Layouts::for_variants(&[v]),
+                )?;
+                if !probe.has_layout(v.strategy) {
+                    continue;
+                }
+                drop(probe);
+                match &k {
+                    BuiltKernel::F32(k) => check_one(gpu, k, a, &mut out, &label)?,
+                    BuiltKernel::F64(k) => check_one(gpu, k, a, &mut out, &label)?,
+                }
+            }
+        }
+        eprintln!(
+            "fused check {value}: {}/{} passed so far",
+            out.passed, out.checked
+        );
+    }
+    Ok(out)
+}
+
+enum BuiltKernel {
+    F32(kernel::RuntimeKernel<f32>),
+    F64(kernel::RuntimeKernel<f64>),
+}

@@ -1,0 +1,503 @@
+//! `cargo xtask bench-app`: whole iterations on the GPU. CG and PageRank
+//! with our tuned kernels and fused epilogues (`sparserl_rt::solvers`) side
+//! by side with the same algorithms written with cuSPARSE + cuBLAS
+//! ([`crate::app_vendor`]: the graph-captured device-pointer form and the
+//! textbook host-synchronised form), plus the fused-epilogue and graph-replay
+//! checks. Writes `app-h200.json` and `app-h200.md` into `--out`.
+
+pub mod check;
+pub mod kernel;
+
+use crate::app_vendor;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use sparserl_build::search::SearchConfig;
+use sparserl_rt::solvers::{self, Cg, CgOptions, PageRankOptions};
+use sparserl_rt::{Csr, DeviceVec, Epilogue, Features, Gpu, Scalar, SpmvKernel, synth};
+use std::path::PathBuf;
+
+/// Arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Output folder.
+    #[arg(long, default_value = "docs/benchmarks")]
+    pub out: PathBuf,
+    /// CG iterations timed (both sides run exactly this many).
+    #[arg(long, default_value_t = 200)]
+    pub cg_iters: usize,
+    /// PageRank iterations timed.
+    #[arg(long, default_value_t = 50)]
+    pub pr_iters: usize,
+    /// Measured-search budget per matrix, seconds.
+    #[arg(long, default_value_t = 6.0)]
+    pub budget: f64,
+    /// Folder of real graphs (Matrix Market) for PageRank.
+    #[arg(long, default_value = ".device/matrices")]
+    pub matrices: PathBuf,
+    /// Real graphs to run PageRank on (file stems in --matrices).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "wiki-Vote,email-Enron,facebook_combined,polblogs,PGPgiantcompo,astro-ph,cnr-2000"
+    )]
+    pub graphs: Vec<String>,
+    /// Recorded in the JSON: the commit that was built.
+    #[arg(long, default_value = "unknown")]
+    pub commit: String,
+    /// Skip the fused-epilogue check.
+    #[arg(long)]
+    pub no_check: bool,
+}
+
+/// One CG case.
+#[derive(Debug, Serialize)]
+struct CgCase {
+    name: String,
+    value: String,
+    rows: usize,
+    nnz: usize,
+    variant: String,
+    ours_us_per_iter: f64,
+    vendor_graph_us_per_iter: f64,
+    vendor_textbook_us_per_iter: f64,
+    speedup_vs_graph: f64,
+    speedup_vs_textbook: f64,
+    iterations: usize,
+    ours_rel_residual: f64,
+    vendor_rel_residual: f64,
+    converge_iterations: usize,
+    converge_rel_residual: f64,
+    ours_matrix_bytes: usize,
+    ours_work_bytes: usize,
+    vendor_matrix_bytes: usize,
+    vendor_spmv_buffer_bytes: usize,
+    memory_ratio: f64,
+    floor_us_per_iter: f64,
+}
+
+/// One PageRank case.
+#[derive(Debug, Serialize)]
+struct PrCase {
+    name: String,
+    n: usize,
+    nnz: usize,
+    variant: String,
+    ours_us_per_iter: f64,
+    vendor_graph_us_per_iter: f64,
+    vendor_textbook_us_per_iter: f64,
+    speedup_vs_graph: f64,
+    speedup_vs_textbook: f64,
+    iterations: usize,
+    ours_l1_vs_cpu: f64,
+    vendor_l1_vs_cpu: f64,
+    ours_matrix_bytes: usize,
+    vendor_device_bytes: usize,
+    floor_us_per_iter: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Summary {
+    cg_poisson3d_f64_speedup: f64,
+    cg_poisson2d_f32_speedup: f64,
+    pagerank_powerlaw_f32_speedup: f64,
+    pagerank_real_geomean_speedup: f64,
+    poisson3d_memory_ratio: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    gpu: String,
+    commit: String,
+    policy: String,
+    command: String,
+    copy_gbs: f64,
+    cg: Vec<CgCase>,
+    pagerank: Vec<PrCase>,
+    fused_check: Option<check::FusedCheck>,
+    summary: Summary,
+}
+
+/// The measured search's winner for `a` (the product's build path).
+fn tune(
+    tuner: &sparserl_build::GpuTuner,
+    a: &Csr,
+    value: sparserl_rt::ValueType,
+    budget: f64,
+) -> Result<sparserl_rt::Variant> {
+    let policy = sparserl_policies::default_policy();
+    let proposals: Vec<_> = policy
+        .propose(&Features::compute(a), value, 16)
+        .into_iter()
+        .map(|p| p.variant)
+        .collect();
+    let cfg = SearchConfig {
+        budget_seconds: budget,
+        ..SearchConfig::default()
+    };
+    let out = tuner
+        .tune(&[a], value, &proposals, &cfg)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("  tuned: {} ({:.0} GB/s)", out.winner.id(), out.gbs);
+    Ok(out.winner)
+}
+
+fn true_residual(a: &Csr, x: &[f64], b: &[f64]) -> f64 {
+    let ax = a.spmv_f64(x);
+    let r: f64 = ax
+        .iter()
+        .zip(b)
+        .map(|(u, v)| (u - v).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let bn: f64 = b.iter().map(|v| v * v).sum::<f64>().sqrt();
+    r / bn.max(1e-300)
+}
+
+fn cg_case<T: Scalar>(
+    gpu: &Gpu,
+    tuner: &sparserl_build::GpuTuner,
+    name: &str,
+    a: &Csr,
+    args: &Args,
+    copy_gbs: f64,
+) -> Result<CgCase> {
+    eprintln!(
+        "CG {name}: {} rows, {} nonzeros, {}",
+        a.rows(),
+        a.nnz(),
+        T::TYPE
+    );
+    let variant = tune(tuner, a, T::TYPE, args.budget)?;
+    let k = kernel::build::<T>(name, &variant, &[Epilogue::Dot], &gpu.arch())?;
+    let da = k.upload_lean(gpu, a)?;
+    let n = a.rows();
+    let x_true: Vec<f64> = (0..n).map(|i| ((i % 97) as f64 / 97.0).sin()).collect();
+    let b = a.spmv_f64(&x_true);
+    let bt: Vec<T> = b.iter().map(|&v| T::from_f64(v)).collect();
+    let db = DeviceVec::from_host(gpu, &bt)?;
+    let mut cg = Cg::new(gpu, &k, &da, None)?;
+    // Fixed iterations, timed.
+    let mut x = DeviceVec::<T>::zeros(gpu, n)?;
+    let fixed = CgOptions {
+        tol: 0.0,
+        max_iters: args.cg_iters,
+        chunk: 50,
+    };
+    let rep = cg.solve(gpu, &da, &db, &mut x, &fixed)?;
+    let ours_us = rep.seconds * 1e6 / rep.launched.max(1) as f64;
+    let xs: Vec<f64> = x.to_host(gpu)?.iter().map(|v| v.to_f64()).collect();
+    let ours_res = true_residual(a, &xs, &b);
+    // To convergence.
+    let mut x2 = DeviceVec::<T>::zeros(gpu, n)?;
+    let tol = if T::TYPE == sparserl_rt::ValueType::F64 {
+        1e-8
+    } else {
+        1e-5
+    };
+    let conv = cg.solve(
+        gpu,
+        &da,
+        &db,
+        &mut x2,
+        &CgOptions {
+            tol,
+            max_iters: 5000,
+            chunk: 25,
+        },
+    )?;
+    let xs2: Vec<f64> = x2.to_host(gpu)?.iter().map(|v| v.to_f64()).collect();
+    let conv_res = true_residual(a, &xs2, &b);
+    let v = app_vendor::run_cg::<T>(gpu, a, &b, rep.launched, 50)?;
+    let vsize = std::mem::size_of::<T>();
+    let matrix_bytes = da.total_device_bytes();
+    // Floor: the matrix as we hold it, plus 10 vector passes (SpMV: p, q;
+    // r update: q, r, r; x/p update: x, p, r, x, p).
+    let floor_bytes = matrix_bytes + 10 * n * vsize;
+    let ours_mem = matrix_bytes;
+    let vendor_mem = v.device_bytes;
+    eprintln!(
+        "  ours {ours_us:.1} us/iter, vendor graph {:.1}, textbook {:.1}; residual {ours_res:.2e} vs {:.2e}",
+        v.graph_us_per_iter, v.textbook_us_per_iter, v.rel_residual
+    );
+    Ok(CgCase {
+        name: name.into(),
+        value: T::TYPE.to_string(),
+        rows: n,
+        nnz: a.nnz(),
+        variant: variant.id(),
+        ours_us_per_iter: ours_us,
+        vendor_graph_us_per_iter: v.graph_us_per_iter,
+        vendor_textbook_us_per_iter: v.textbook_us_per_iter,
+        speedup_vs_graph: v.graph_us_per_iter / ours_us,
+        speedup_vs_textbook: v.textbook_us_per_iter / ours_us,
+        iterations: rep.launched,
+        ours_rel_residual: ours_res,
+        vendor_rel_residual: v.rel_residual,
+        converge_iterations: conv.iterations,
+        converge_rel_residual: conv_res,
+        ours_matrix_bytes: ours_mem,
+        ours_work_bytes: cg.device_bytes() + 2 * n * vsize,
+        vendor_matrix_bytes: v.csr_bytes,
+        vendor_spmv_buffer_bytes: v.spmv_buffer_bytes,
+        memory_ratio: ours_mem as f64 / vendor_mem.max(1) as f64,
+        floor_us_per_iter: floor_bytes as f64 / (copy_gbs * 1e3),
+    })
+}
+
+/// The column-stochastic link matrix of a graph: nonzero (i, j) is a link
+/// j -> i, value 1 / outdeg(j).
+fn link_matrix(g: &Csr) -> Result<Csr> {
+    let mut outdeg = vec![0u32; g.cols()];
+    for &j in g.indices() {
+        outdeg[j as usize] += 1;
+    }
+    let values = g
+        .indices()
+        .iter()
+        .map(|&j| 1.0 / outdeg[j as usize] as f64)
+        .collect();
+    Ok(Csr::try_new(
+        g.rows(),
+        g.cols(),
+        g.indptr().to_vec(),
+        g.indices().to_vec(),
+        values,
+    )?)
+}
+
+fn cpu_pagerank(m: &Csr, mask: &[f64], d: f64, iters: usize) -> Vec<f64> {
+    let n = m.rows();
+    let mut x = vec![1.0 / n as f64; n];
+    for _ in 0..iters {
+        let dangling: f64 = x.iter().zip(mask).map(|(a, b)| a * b).sum();
+        let y = m.spmv_f64(&x);
+        let base = (1.0 - d) / n as f64 + d * dangling / n as f64;
+        x = y.iter().map(|v| base + d * v).collect();
+    }
+    x
+}
+
+fn pr_case(
+    gpu: &Gpu,
+    tuner: &sparserl_build::GpuTuner,
+    name: &str,
+    m: &Csr,
+    args: &Args,
+    copy_gbs: f64,
+) -> Result<PrCase> {
+    eprintln!("PageRank {name}: {} pages, {} links", m.rows(), m.nnz());
+    let variant = tune(tuner, m, sparserl_rt::ValueType::F32, args.budget)?;
+    let k = kernel::build::<f32>(name, &variant, &[Epilogue::AxpbyDot], &gpu.arch())?;
+    let dm = k.upload_lean(gpu, m)?;
+    let n = m.rows();
+    let mask = solvers::dangling_mask(m);
+    let maskf: Vec<f32> = mask.iter().map(|&v| v as f32).collect();
+    let dmask = DeviceVec::from_host(gpu, &maskf)?;
+    let mut x = DeviceVec::from_host(gpu, &vec![1.0f32 / n as f32; n])?;
+    let opts = PageRankOptions {
+        damping: 0.85,
+        tol: 0.0,
+        max_iters: args.pr_iters,
+        chunk: 10,
+    };
+    // Warm-up solve (module load, graph upload), then the timed one.
+    solvers::pagerank(gpu, &k, &dm, &dmask, &mut x, &opts)?;
+    x.copy_from_host(gpu, &vec![1.0f32 / n as f32; n])?;
+    let rep = solvers::pagerank(gpu, &k, &dm, &dmask, &mut x, &opts)?;
+    let ours_us = rep.seconds * 1e6 / rep.iterations.max(1) as f64;
+    let reference = cpu_pagerank(m, &mask, 0.85, rep.iterations);
+    let l1 = |v: &[f32]| -> f64 {
+        v.iter()
+            .zip(&reference)
+            .map(|(a, b)| (*a as f64 - b).abs())
+            .sum()
+    };
+    let ours_l1 = l1(&x.to_host(gpu)?);
+    let dangling: Vec<u32> = (0..n as u32).filter(|&j| mask[j as usize] != 0.0).collect();
+    let v = app_vendor::run_pagerank(gpu, m, &dangling, 0.85, rep.iterations, 10)?;
+    let vendor_l1 = l1(&v.x);
+    let floor_bytes = dm.total_device_bytes() + 4 * n * 4;
+    eprintln!(
+        "  ours {ours_us:.1} us/iter, vendor graph {:.1}, textbook {:.1}; L1 {ours_l1:.2e} vs {vendor_l1:.2e}",
+        v.graph_us_per_iter, v.textbook_us_per_iter
+    );
+    Ok(PrCase {
+        name: name.into(),
+        n,
+        nnz: m.nnz(),
+        variant: variant.id(),
+        ours_us_per_iter: ours_us,
+        vendor_graph_us_per_iter: v.graph_us_per_iter,
+        vendor_textbook_us_per_iter: v.textbook_us_per_iter,
+        speedup_vs_graph: v.graph_us_per_iter / ours_us,
+        speedup_vs_textbook: v.textbook_us_per_iter / ours_us,
+        iterations: rep.iterations,
+        ours_l1_vs_cpu: ours_l1,
+        vendor_l1_vs_cpu: vendor_l1,
+        ours_matrix_bytes: dm.total_device_bytes(),
+        vendor_device_bytes: v.device_bytes,
+        floor_us_per_iter: floor_bytes as f64 / (copy_gbs * 1e3),
+    })
+}
+
+fn markdown(r: &Report) -> String {
+    let mut s = format!(
+        "# Whole iterations on {}\n\nCommit `{}`, policy `{}`, command `{}`; copy bandwidth {:.0} GB/s.\n\
+         Times are microseconds per iteration; \"vendor graph\" is cuSPARSE + cuBLAS with device pointer mode \
+         and the loop captured in CUDA graphs, \"textbook\" the host-synchronised form (see xtask/src/app_vendor.rs). \
+         Floor = bytes one iteration must move (our matrix bytes + the vector passes) / copy bandwidth.\n\n\
+         ## Conjugate gradients\n\n| matrix | value | variant | ours | vendor graph | textbook | speedup (graph) | floor | iters | residual ours / vendor | to convergence | memory ours / vendor |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        r.gpu, r.commit, r.policy, r.command, r.copy_gbs
+    );
+    for c in &r.cg {
+        s += &format!(
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | **{:.2}x** | {:.1} | {} | {:.2e} / {:.2e} | {} it, {:.1e} | {:.1} / {:.1} MB ({:.2}) |\n",
+            c.name,
+            c.value,
+            c.variant,
+            c.ours_us_per_iter,
+            c.vendor_graph_us_per_iter,
+            c.vendor_textbook_us_per_iter,
+            c.speedup_vs_graph,
+            c.floor_us_per_iter,
+            c.iterations,
+            c.ours_rel_residual,
+            c.vendor_rel_residual,
+            c.converge_iterations,
+            c.converge_rel_residual,
+            c.ours_matrix_bytes as f64 / 1e6,
+            (c.vendor_matrix_bytes + c.vendor_spmv_buffer_bytes) as f64 / 1e6,
+            c.memory_ratio
+        );
+    }
+    s += "\n## PageRank (f32, damping 0.85)\n\n| graph | pages | links | variant | ours | vendor graph | textbook | speedup (graph) | floor | iters | L1 vs CPU f64 ours / vendor |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for c in &r.pagerank {
+        s += &format!(
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | **{:.2}x** | {:.1} | {} | {:.1e} / {:.1e} |\n",
+            c.name,
+            c.n,
+            c.nnz,
+            c.variant,
+            c.ours_us_per_iter,
+            c.vendor_graph_us_per_iter,
+            c.vendor_textbook_us_per_iter,
+            c.speedup_vs_graph,
+            c.floor_us_per_iter,
+            c.iterations,
+            c.ours_l1_vs_cpu,
+            c.vendor_l1_vs_cpu
+        );
+    }
+    if let Some(f) = &r.fused_check {
+        s += &format!(
+            "\n## Fused epilogue check\n\n{} / {} (variant, epilogue, matrix, value) combinations within tolerance of the float64 reference \
+             (max relative error y {:.1e}, fused dot {:.1e}); CUDA-graph replay check: {}.\n",
+            f.passed,
+            f.checked,
+            f.max_err_y,
+            f.max_err_dot,
+            if f.graph_replay { "pass" } else { "FAIL" }
+        );
+        for e in &f.failures {
+            s += &format!("- {e}\n");
+        }
+    }
+    s
+}
+
+/// Runs the benchmark.
+pub fn run(args: Args) -> Result<()> {
+    let gpu = Gpu::new(0).context("bench-app needs a GPU")?;
+    crate::cusparse::library_status()?;
+    app_vendor::blas_library_status()?;
+    let tuner = sparserl_build::GpuTuner::probe().map_err(|e| anyhow::anyhow!(e))?;
+    let copy_gbs = sparserl_rt::copy_bandwidth_gbs(&gpu)?;
+    eprintln!(
+        "bench-app on {} ({}), copy {copy_gbs:.0} GB/s",
+        gpu.name(),
+        gpu.arch()
+    );
+    let fused_check = if args.no_check {
+        None
+    } else {
+        Some(check::run(&gpu)?)
+    };
+    let cg = vec![
+        cg_case::<f64>(
+            &gpu,
+            &tuner,
+            "poisson3d-128",
+            &synth::stencil(&[128, 128, 128], 7)?,
+            &args,
+            copy_gbs,
+        )?,
+        cg_case::<f32>(
+            &gpu,
+            &tuner,
+            "poisson2d-2048",
+            &synth::stencil(&[2048, 2048], 5)?,
+            &args,
+            copy_gbs,
+        )?,
+    ];
+    let mut pagerank = vec![pr_case(
+        &gpu,
+        &tuner,
+        "power-law-1M",
+        &link_matrix(&synth::power_law(1_000_000, 16.0, 2.1, 7)?)?,
+        &args,
+        copy_gbs,
+    )?];
+    for g in &args.graphs {
+        let p = ["mtx", "mtx.gz"]
+            .iter()
+            .map(|e| args.matrices.join(format!("{g}.{e}")))
+            .find(|p| p.exists());
+        let Some(p) = p else {
+            eprintln!("skipping graph {g}: not in {}", args.matrices.display());
+            continue;
+        };
+        let a = sparserl_rt::mtx::read_matrix_market(&p)?;
+        if a.rows() != a.cols() {
+            eprintln!("skipping graph {g}: not square");
+            continue;
+        }
+        pagerank.push(pr_case(
+            &gpu,
+            &tuner,
+            g,
+            &link_matrix(&a)?,
+            &args,
+            copy_gbs,
+        )?);
+    }
+    let real: Vec<f64> = pagerank[1..].iter().map(|c| c.speedup_vs_graph).collect();
+    let report = Report {
+        gpu: gpu.name().to_string(),
+        commit: args.commit.clone(),
+        policy: sparserl_policies::default_policy().name().to_string(),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        copy_gbs,
+        summary: Summary {
+            cg_poisson3d_f64_speedup: cg[0].speedup_vs_graph,
+            cg_poisson2d_f32_speedup: cg[1].speedup_vs_graph,
+            pagerank_powerlaw_f32_speedup: pagerank[0].speedup_vs_graph,
+            pagerank_real_geomean_speedup: crate::common::geomean(&real),
+            poisson3d_memory_ratio: cg[0].memory_ratio,
+        },
+        cg,
+        pagerank,
+        fused_check,
+    };
+    std::fs::create_dir_all(&args.out)?;
+    std::fs::write(
+        args.out.join("app-h200.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    std::fs::write(args.out.join("app-h200.md"), markdown(&report))?;
+    eprintln!(
+        "bench-app: wrote {}",
+        args.out.join("app-h200.md").display()
+    );
+    Ok(())
+}
