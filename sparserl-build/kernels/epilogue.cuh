@@ -11,16 +11,25 @@
 // Fused entries (1..3) take four parameters after the common ABI (and after
 // meta / scratch where a strategy has them):
 //
-//   const double* coef:  {alpha, beta, gamma} on the device (read by every
-//                        thread at kernel start, so a CUDA graph replay sees
-//                        the values of the moment it runs); beta == 0 never
-//                        reads y (BLAS convention: y may hold NaN);
+//   const double* coef:  {alpha, beta, gamma, gamma_dot} on the device, read
+//                        by every thread at kernel start (a CUDA graph replay
+//                        sees the values of the moment it runs); the constant
+//                        term is gamma + gamma_dot * dot[0], dot[0] being the
+//                        previous result of this kernel's dot scalar (PageRank:
+//                        the dangling mass of the input vector); beta == 0
+//                        never reads y (BLAS convention: y may hold NaN);
 //   const T* w:          the dot weights, rows entries;
-//   double* dot:         {result, accumulator}: the accumulator is zero
-//                        between launches; the block that finishes last
-//                        stores the sum into result and zeroes it again;
-//   unsigned* ticket:    the completion counter of that last block, zero
-//                        between launches and left zero.
+//   double* dot:         {result, accumulator[32]}: the accumulators are zero
+//                        between launches; block b adds into accumulator
+//                        b % 32 (32 addresses, so same-address atomics do not
+//                        serialise thousands of blocks), the block that
+//                        finishes last sums them into result and zeroes them;
+//   unsigned* ticket:    {main, group[32]}: completion counters, zero between
+//                        launches and left zero. The last block of each group
+//                        b % 32 takes the main ticket; the last of those
+//                        publishes. Every block reads dot[0] (for gamma_dot)
+//                        before it takes a ticket, so publishing cannot race
+//                        with those reads.
 //
 // Every strategy whose kernels write each y[r] exactly once with its final
 // value (all but the nnz-split one, which adds into y with atomics) calls
@@ -54,7 +63,7 @@ struct sparserl_epilogue {
         if (AXPBY) {
             alpha = coef[0];
             beta = coef[1];
-            gamma = coef[2];
+            gamma = coef[2] + (coef[3] != 0.0 ? coef[3] * dot_[0] : 0.0);
         }
     }
 
@@ -91,15 +100,27 @@ struct sparserl_epilogue {
         if (atomicAdd(block_count, add) + add == blockDim.x) {
             // Every thread of the block has added its part.
             const double b = atomicAdd(block_sum, 0.0);
-            atomicAdd(dot + 1, b);
+            const unsigned g = blockIdx.x & 31u;
+            atomicAdd(dot + 1 + g, b);
             __threadfence();
-            if (atomicAdd(ticket, 1u) == gridDim.x - 1u) {
-                // Every block has added its part.
+            // Blocks of group g: g, g + 32, ... < gridDim.x.
+            const unsigned in_group = (gridDim.x - g + 31u) / 32u;
+            const unsigned groups = gridDim.x < 32u ? gridDim.x : 32u;
+            if (atomicAdd(ticket + 1 + g, 1u) == in_group - 1u) {
+                ticket[1 + g] = 0u;
                 __threadfence();
-                dot[0] = atomicAdd(dot + 1, 0.0);
-                dot[1] = 0.0;
-                *ticket = 0u;
-                __threadfence();
+                if (atomicAdd(ticket, 1u) == groups - 1u) {
+                    // Every block has added its part.
+                    __threadfence();
+                    double total = 0.0;
+                    for (int k = 0; k < 32; ++k) {
+                        total += __ldcg(dot + 1 + k);
+                        dot[1 + k] = 0.0;
+                    }
+                    dot[0] = total;
+                    *ticket = 0u;
+                    __threadfence();
+                }
             }
         }
     }

@@ -6,10 +6,12 @@
 // Launch shape: VB threads per block, any grid (grid-stride loops); the
 // reductions expect every thread of the grid to reach grid_reduce.
 //
-// Device scalars are double[2] = {result, accumulator} plus an unsigned
-// ticket: the accumulator and the ticket are zero between launches; the
-// block that finishes last publishes the result and zeroes both again, so
-// a reduction needs no memset and replays in a CUDA graph.
+// Device scalars are double[33] = {result, accumulator[32]} plus unsigned
+// tickets {main, group[32]}, accumulators and tickets zero between launches.
+// These kernels run at most a few thousand blocks, so they use accumulator 0
+// and the main ticket only; the block that finishes last publishes the
+// result and zeroes both again, so a reduction needs no memset and replays
+// in a CUDA graph. (Fused SpMV epilogues spread over all 32.)
 //
 // Coefficients are `host * (*dev)` when `dev` is not null, else `host`.
 
@@ -227,16 +229,6 @@ __device__ void cg_update_xp(int n, T* __restrict__ x, T* __restrict__ p,
     }
 }
 
-// PageRank coefficients of the next SpMV: {d, 0, (1 - d) / n + d m / n},
-// m = the dangling mass (a device scalar's result).
-__device__ void pagerank_coef(const double* dangling, double d, double inv_n, double* coef) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        coef[0] = d;
-        coef[1] = 0.0;
-        coef[2] = (1.0 - d) * inv_n + d * dangling[0] * inv_n;
-    }
-}
-
 #define INSTANTIATE(T, S)                                                                        \
     extern "C" __global__ void __launch_bounds__(VB) sparserl_fill_##S(int n, T v, T* x) {      \
         fill<T>(n, v, x);                                                                        \
@@ -274,8 +266,3 @@ __device__ void pagerank_coef(const double* dangling, double d, double inv_n, do
 
 INSTANTIATE(float, f32)
 INSTANTIATE(double, f64)
-
-extern "C" __global__ void __launch_bounds__(VB)
-    sparserl_pagerank_coef(const double* dangling, double d, double inv_n, double* coef) {
-    pagerank_coef(dangling, d, inv_n, coef);
-}

@@ -110,7 +110,10 @@ impl Gpu {
             l2_bytes,
             sm_count,
             capturing: Arc::new(AtomicBool::new(false)),
-            spare: Arc::new((stream.alloc_zeros::<f64>(4)?, stream.alloc_zeros::<u32>(1)?)),
+            spare: Arc::new((
+                stream.alloc_zeros::<f64>(crate::scalar::SLOTS + 1)?,
+                stream.alloc_zeros::<u32>(crate::scalar::SLOTS + 1)?,
+            )),
         })
     }
 

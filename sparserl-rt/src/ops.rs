@@ -55,11 +55,6 @@ pub(crate) fn func<T: Scalar>(gpu: &Gpu, name: &str) -> Result<CudaFunction, RtE
     )
 }
 
-/// A function of the vector-op module without a type suffix.
-pub(crate) fn func_untyped(gpu: &Gpu, name: &str) -> Result<CudaFunction, RtError> {
-    gpu.static_function("sparserl-vector-ops", VECTOR_OPS_PTX, name)
-}
-
 /// Launch shape for `n` elements: enough blocks to fill the device (8 per
 /// SM), fewer for short vectors; grid-stride loops cover the rest.
 pub(crate) fn config(gpu: &Gpu, n: usize) -> LaunchConfig {
@@ -388,31 +383,6 @@ pub(crate) fn cg_update_xp<T: Scalar>(
     unsafe { launch(l, config(gpu, n as usize)) }
 }
 
-/// `coef = {d, 0, (1 - d) / n + d * dangling / n}`.
-pub(crate) fn pagerank_coef(
-    gpu: &Gpu,
-    dangling: &DeviceScalar,
-    damping: f64,
-    inv_n: f64,
-    coef: &CudaSlice<f64>,
-) -> Result<(), RtError> {
-    let f = func_untyped(gpu, "sparserl_pagerank_coef")?;
-    let mut l = gpu.stream().launch_builder(&f);
-    l.arg(&dangling.buf).arg(&damping).arg(&inv_n).arg(coef);
-    // SAFETY: (const double* dangling, double d, double inv_n, double* coef);
-    // a device scalar and a 3-element coefficient buffer of this stream.
-    unsafe {
-        launch(
-            l,
-            LaunchConfig {
-                grid_dim: (1, 1, 1),
-                block_dim: (32, 1, 1),
-                shared_mem_bytes: 0,
-            },
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,7 +419,6 @@ mod tests {
                 assert!(VECTOR_OPS_PTX.contains(&entry), "{entry} missing");
             }
         }
-        assert!(VECTOR_OPS_PTX.contains(".entry sparserl_pagerank_coef("));
     }
 
     #[test]

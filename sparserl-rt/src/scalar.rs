@@ -10,14 +10,19 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use std::fmt;
 use std::sync::Arc;
 
+/// Accumulator slots of a [`DeviceScalar`] (the tickets have as many group
+/// counters).
+pub const SLOTS: usize = 32;
+
 /// A `f64` on the device, written by reductions (dot products, norms, the
 /// dot epilogue of a fused SpMV) and read by later kernels without a host
 /// round trip.
 ///
-/// Layout: `{result, accumulator}` plus a completion ticket; a reduction adds
-/// into the accumulator and the block that finishes last publishes the
-/// result and zeroes the accumulator and the ticket again, so one scalar can
-/// be reused by any number of reductions and CUDA-graph replays.
+/// Layout: `{result, accumulator[32]}` plus completion tickets
+/// `{main, group[32]}`; a reduction adds into the accumulators and the block
+/// that finishes last publishes the result and zeroes the accumulators and
+/// tickets again, so one scalar can be reused by any number of reductions
+/// and CUDA-graph replays.
 pub struct DeviceScalar {
     pub(crate) buf: CudaSlice<f64>,
     pub(crate) ticket: CudaSlice<u32>,
@@ -35,8 +40,8 @@ impl DeviceScalar {
     pub fn new(gpu: &Gpu) -> Result<DeviceScalar, RtError> {
         gpu.check_not_capturing("DeviceScalar::new")?;
         Ok(DeviceScalar {
-            buf: gpu.stream().alloc_zeros::<f64>(2)?,
-            ticket: gpu.stream().alloc_zeros::<u32>(1)?,
+            buf: gpu.stream().alloc_zeros::<f64>(SLOTS + 1)?,
+            ticket: gpu.stream().alloc_zeros::<u32>(SLOTS + 1)?,
             stream: gpu.stream().clone(),
         })
     }
@@ -59,14 +64,21 @@ impl DeviceScalar {
     pub fn set(&mut self, gpu: &Gpu, value: f64) -> Result<(), RtError> {
         self.check_gpu(gpu, "the scalar")?;
         gpu.check_not_capturing("DeviceScalar::set")?;
-        gpu.stream().memcpy_htod(&[value, 0.0], &mut self.buf)?;
+        let mut v = [0.0; SLOTS + 1];
+        v[0] = value;
+        gpu.stream().memcpy_htod(&v, &mut self.buf)?;
         Ok(())
     }
 }
 
-/// The coefficients `{alpha, beta, gamma}` of an `axpby` epilogue
-/// (`y = alpha A x + beta y + gamma`), on the device so that kernels (and
-/// CUDA-graph replays) read the values current when they run.
+/// The coefficients `{alpha, beta, gamma, gamma_dot}` of an `axpby`
+/// epilogue: `y = alpha A x + beta y + gamma + gamma_dot * d`, with `d` the
+/// value the launch's dot scalar holds when the kernel starts (the
+/// `axpby-dot` epilogue then replaces it with `w . y`: PageRank's dangling
+/// mass carried from one iteration to the next without another kernel);
+/// `gamma_dot` is 0 unless set with [`DeviceCoefs::with_gamma_dot`]. On the
+/// device so that kernels (and CUDA-graph replays) read the values current
+/// when they run.
 pub struct DeviceCoefs {
     pub(crate) buf: CudaSlice<f64>,
     stream: Arc<CudaStream>,
@@ -83,7 +95,22 @@ impl DeviceCoefs {
     pub fn new(gpu: &Gpu, alpha: f64, beta: f64, gamma: f64) -> Result<DeviceCoefs, RtError> {
         gpu.check_not_capturing("DeviceCoefs::new")?;
         Ok(DeviceCoefs {
-            buf: gpu.stream().clone_htod(&[alpha, beta, gamma])?,
+            buf: gpu.stream().clone_htod(&[alpha, beta, gamma, 0.0])?,
+            stream: gpu.stream().clone(),
+        })
+    }
+
+    /// Coefficients with a constant term `gamma + gamma_dot * d` (see above).
+    pub fn with_gamma_dot(
+        gpu: &Gpu,
+        alpha: f64,
+        beta: f64,
+        gamma: f64,
+        gamma_dot: f64,
+    ) -> Result<DeviceCoefs, RtError> {
+        gpu.check_not_capturing("DeviceCoefs::with_gamma_dot")?;
+        Ok(DeviceCoefs {
+            buf: gpu.stream().clone_htod(&[alpha, beta, gamma, gamma_dot])?,
             stream: gpu.stream().clone(),
         })
     }
@@ -98,16 +125,17 @@ impl DeviceCoefs {
         self.check_gpu(gpu, "the coefficients")?;
         gpu.check_not_capturing("DeviceCoefs::set")?;
         gpu.stream()
-            .memcpy_htod(&[alpha, beta, gamma], &mut self.buf)?;
+            .memcpy_htod(&[alpha, beta, gamma, 0.0], &mut self.buf)?;
         Ok(())
     }
 
-    /// The values (waits for queued work; not inside a capture).
-    pub fn get(&self, gpu: &Gpu) -> Result<[f64; 3], RtError> {
+    /// The values `{alpha, beta, gamma, gamma_dot}` (waits for queued
+    /// work; not inside a capture).
+    pub fn get(&self, gpu: &Gpu) -> Result<[f64; 4], RtError> {
         self.check_gpu(gpu, "the coefficients")?;
         gpu.check_not_capturing("DeviceCoefs::get")?;
         let v = gpu.stream().clone_dtoh(&self.buf)?;
-        Ok([v[0], v[1], v[2]])
+        Ok([v[0], v[1], v[2], v[3]])
     }
 }
 

@@ -8,8 +8,8 @@
 //! scalar stays on the device and `chunk` iterations are replayed as one CUDA
 //! graph, so the host synchronises once per chunk to test convergence. One
 //! PageRank iteration is the tuned SpMV with its fused `axpby-dot` epilogue
-//! (`y = d M x + c`, next dangling mass `w . y`) plus a one-thread kernel for
-//! the next `c`.
+//! (`y = d M x + c`, `c` from the dangling mass of `x`, and the next
+//! dangling mass `w . y`): one kernel per iteration.
 //!
 //! The kernel must declare the epilogue it needs: `epilogues = ["dot"]` for
 //! CG, `epilogues = ["axpby-dot"]` for PageRank
@@ -286,12 +286,13 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
             while launched < opts.max_iters {
                 graph.launch(gpu)?;
                 launched += chunk;
-                let (_, flag, _) = state(gpu, st)?;
-                if flag != 0.0 {
+                // tol == 0: a fixed number of iterations, no host read per chunk.
+                if opts.tol > 0.0 && state(gpu, st)?.1 != 0.0 {
                     break;
                 }
             }
         }
+        gpu.synchronize()?;
         let seconds = t.elapsed().as_secs_f64();
         let (iterations, _, rr) = state(gpu, &self.st)?;
         let rel_residual = if bnorm > 0.0 { rr.sqrt() / bnorm } else { 0.0 };
@@ -396,11 +397,19 @@ pub fn pagerank<K: SpmvKernel>(
     let chunk = opts.chunk.max(1).next_multiple_of(2);
     let inv_n = 1.0 / n as f64;
     let mut y = DeviceVec::<K::Value>::zeros(gpu, n)?;
-    let coefs = DeviceCoefs::new(gpu, opts.damping, 0.0, 0.0)?;
+    // y = d M x + (1 - d) / n + (d / n) m(x): the dangling mass m(x) is the
+    // dot scalar's value when the kernel starts, and the fused dot leaves
+    // m(y) there for the next iteration.
+    let coefs = DeviceCoefs::with_gamma_dot(
+        gpu,
+        opts.damping,
+        0.0,
+        (1.0 - opts.damping) * inv_n,
+        opts.damping * inv_n,
+    )?;
     let dangling = DeviceScalar::new(gpu)?;
     let change = DeviceScalar::new(gpu)?;
     ops::dot(gpu, mask, x, &dangling)?;
-    ops::pagerank_coef(gpu, &dangling, opts.damping, inv_n, &coefs.buf)?;
     let t = Instant::now();
     let mut iterations = 0;
     let mut last_change = f64::INFINITY;
@@ -417,23 +426,32 @@ pub fn pagerank<K: SpmvKernel>(
                 } else {
                     kernel.spmv_fused(gpu, m, &y, x, fused)?;
                 }
-                ops::pagerank_coef(gpu, &dangling, opts.damping, inv_n, &coefs.buf)?;
             }
             ops::diff_l1(gpu, x, &y, &change)
         })?;
         while iterations < opts.max_iters {
             graph.launch(gpu)?;
             iterations += chunk;
-            last_change = change.get(gpu)?;
-            if last_change <= opts.tol {
-                break;
+            // tol == 0: a fixed number of iterations, no host read per chunk.
+            if opts.tol > 0.0 {
+                last_change = change.get(gpu)?;
+                if last_change <= opts.tol {
+                    break;
+                }
             }
         }
     }
+    let seconds = if opts.tol > 0.0 {
+        t.elapsed().as_secs_f64()
+    } else {
+        gpu.synchronize()?;
+        last_change = change.get(gpu)?;
+        t.elapsed().as_secs_f64()
+    };
     Ok(PageRankReport {
         iterations,
+        seconds,
         last_change,
-        seconds: t.elapsed().as_secs_f64(),
     })
 }
 

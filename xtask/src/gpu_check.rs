@@ -1588,6 +1588,13 @@ pub fn run(args: Args) -> Result<()> {
         args.out.join("gpu-check.json").display()
     );
 
+    // Fused epilogues (every fusing variant x epilogue on matrices with
+    // every layout) and CUDA-graph replay: `fused-check.json`.
+    crate::bench_app::check::command(crate::bench_app::check::Args {
+        small: false,
+        out: args.out.clone(),
+    })?;
+
     if let Some(f) = aborted {
         bail!("gpu-check aborted: {f}");
     }

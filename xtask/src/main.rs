@@ -53,6 +53,8 @@ enum Cmd {
     EvalPolicy(policy::EvalArgs),
     /// Whole iterations: CG and PageRank, ours vs cuSPARSE + cuBLAS.
     BenchApp(bench_app::Args),
+    /// Check every fused-epilogue variant and CUDA-graph replay on a GPU.
+    FusedCheck(bench_app::check::Args),
     /// Compile sparserl-rt's vector kernels to the PTX the runtime embeds.
     VectorPtx(vector_ptx::Args),
 }
@@ -71,5 +73,6 @@ fn main() -> Result<()> {
         Cmd::EvalPolicy(a) => policy::eval(a),
         Cmd::VectorPtx(a) => vector_ptx::run(a),
         Cmd::BenchApp(a) => bench_app::run(a),
+        Cmd::FusedCheck(a) => bench_app::check::command(a),
     }
 }

@@ -62,6 +62,8 @@ struct CgCase {
     vendor_textbook_us_per_iter: f64,
     speedup_vs_graph: f64,
     speedup_vs_textbook: f64,
+    spmv_us: f64,
+    spmv_fused_us: f64,
     iterations: usize,
     ours_rel_residual: f64,
     vendor_rel_residual: f64,
@@ -87,6 +89,8 @@ struct PrCase {
     vendor_textbook_us_per_iter: f64,
     speedup_vs_graph: f64,
     speedup_vs_textbook: f64,
+    spmv_us: f64,
+    spmv_fused_us: f64,
     iterations: usize,
     ours_l1_vs_cpu: f64,
     vendor_l1_vs_cpu: f64,
@@ -139,6 +143,33 @@ fn tune(
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     eprintln!("  tuned: {} ({:.0} GB/s)", out.winner.id(), out.gbs);
     Ok(out.winner)
+}
+
+/// Microseconds per call of `f` replayed from a CUDA graph of 20 calls
+/// (after one warm-up replay; median of 7 replays).
+fn time_graph<'a>(
+    gpu: &Gpu,
+    mut f: impl FnMut() -> Result<(), sparserl_rt::RtError> + 'a,
+) -> Result<f64> {
+    f()?;
+    gpu.synchronize()?;
+    let graph = gpu.capture(|| {
+        for _ in 0..20 {
+            f()?;
+        }
+        Ok(())
+    })?;
+    graph.launch(gpu)?;
+    gpu.synchronize()?;
+    let mut t = Vec::new();
+    for _ in 0..7 {
+        let s = std::time::Instant::now();
+        graph.launch(gpu)?;
+        gpu.synchronize()?;
+        t.push(s.elapsed().as_secs_f64() * 1e6 / 20.0);
+    }
+    t.sort_by(f64::total_cmp);
+    Ok(t[3])
 }
 
 fn true_residual(a: &Csr, x: &[f64], b: &[f64]) -> f64 {
@@ -207,6 +238,11 @@ fn cg_case<T: Scalar>(
     )?;
     let xs2: Vec<f64> = x2.to_host(gpu)?.iter().map(|v| v.to_f64()).collect();
     let conv_res = true_residual(a, &xs2, &b);
+    // The SpMV alone and with its fused dot, to separate kernel from updates.
+    let mut q = DeviceVec::<T>::zeros(gpu, n)?;
+    let spmv_us = time_graph(gpu, || k.spmv(gpu, &da, &x, &mut q))?;
+    let pq = sparserl_rt::DeviceScalar::new(gpu)?;
+    let spmv_fused_us = time_graph(gpu, || k.spmv_dot(gpu, &da, &x, &mut q, &pq))?;
     let v = app_vendor::run_cg::<T>(gpu, a, &b, rep.launched, 50)?;
     let vsize = std::mem::size_of::<T>();
     let matrix_bytes = da.total_device_bytes();
@@ -230,6 +266,8 @@ fn cg_case<T: Scalar>(
         vendor_textbook_us_per_iter: v.textbook_us_per_iter,
         speedup_vs_graph: v.graph_us_per_iter / ours_us,
         speedup_vs_textbook: v.textbook_us_per_iter / ours_us,
+        spmv_us,
+        spmv_fused_us,
         iterations: rep.launched,
         ours_rel_residual: ours_res,
         vendor_rel_residual: v.rel_residual,
@@ -313,6 +351,24 @@ fn pr_case(
             .sum()
     };
     let ours_l1 = l1(&x.to_host(gpu)?);
+    let mut y = DeviceVec::<f32>::zeros(gpu, n)?;
+    let spmv_us = time_graph(gpu, || k.spmv(gpu, &dm, &x, &mut y))?;
+    let coefs =
+        sparserl_rt::DeviceCoefs::with_gamma_dot(gpu, 0.85, 0.0, 0.15 / n as f64, 0.85 / n as f64)?;
+    let dd = sparserl_rt::DeviceScalar::new(gpu)?;
+    let spmv_fused_us = time_graph(gpu, || {
+        k.spmv_fused(
+            gpu,
+            &dm,
+            &x,
+            &mut y,
+            sparserl_rt::Fused::AxpbyDot {
+                coefs: &coefs,
+                w: &dmask,
+                dot: &dd,
+            },
+        )
+    })?;
     let dangling: Vec<u32> = (0..n as u32).filter(|&j| mask[j as usize] != 0.0).collect();
     let v = app_vendor::run_pagerank(gpu, m, &dangling, 0.85, rep.iterations, 10)?;
     let vendor_l1 = l1(&v.x);
@@ -331,6 +387,8 @@ fn pr_case(
         vendor_textbook_us_per_iter: v.textbook_us_per_iter,
         speedup_vs_graph: v.graph_us_per_iter / ours_us,
         speedup_vs_textbook: v.textbook_us_per_iter / ours_us,
+        spmv_us,
+        spmv_fused_us,
         iterations: rep.iterations,
         ours_l1_vs_cpu: ours_l1,
         vendor_l1_vs_cpu: vendor_l1,
@@ -346,7 +404,7 @@ fn markdown(r: &Report) -> String {
          Times are microseconds per iteration; \"vendor graph\" is cuSPARSE + cuBLAS with device pointer mode \
          and the loop captured in CUDA graphs, \"textbook\" the host-synchronised form (see xtask/src/app_vendor.rs). \
          Floor = bytes one iteration must move (our matrix bytes + the vector passes) / copy bandwidth.\n\n\
-         ## Conjugate gradients\n\n| matrix | value | variant | ours | vendor graph | textbook | speedup (graph) | floor | iters | residual ours / vendor | to convergence | memory ours / vendor |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+         ## Conjugate gradients\n\n| matrix | value | variant | ours | vendor graph | textbook | speedup (graph) | floor | SpMV / fused SpMV | iters | residual ours / vendor | to convergence | memory ours / vendor |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         r.gpu, r.commit, r.policy, r.command, r.copy_gbs
     );
     for c in &r.cg {
@@ -370,7 +428,7 @@ fn markdown(r: &Report) -> String {
             c.memory_ratio
         );
     }
-    s += "\n## PageRank (f32, damping 0.85)\n\n| graph | pages | links | variant | ours | vendor graph | textbook | speedup (graph) | floor | iters | L1 vs CPU f64 ours / vendor |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+    s += "\n## PageRank (f32, damping 0.85)\n\n| graph | pages | links | variant | ours | vendor graph | textbook | speedup (graph) | floor | SpMV / fused SpMV | iters | L1 vs CPU f64 ours / vendor |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for c in &r.pagerank {
         s += &format!(
             "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | **{:.2}x** | {:.1} | {} | {:.1e} / {:.1e} |\n",
@@ -420,7 +478,7 @@ pub fn run(args: Args) -> Result<()> {
     let fused_check = if args.no_check {
         None
     } else {
-        Some(check::run(&gpu)?)
+        Some(check::run(&gpu, false)?)
     };
     let cg = vec![
         cg_case::<f64>(
