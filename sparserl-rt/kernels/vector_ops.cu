@@ -11,7 +11,9 @@
 // These kernels run at most a few thousand blocks, so they use accumulator 0
 // and the main ticket only; the block that finishes last publishes the
 // result and zeroes both again, so a reduction needs no memset and replays
-// in a CUDA graph. (Fused SpMV epilogues spread over all 32.)
+// in a CUDA graph. Fused SpMV epilogues add into all 32 accumulators
+// without a ticket; sparserl_finalize_dot (or a solver update reading the
+// scalar) publishes their sum and zeroes them.
 //
 // Coefficients are `host * (*dev)` when `dev` is not null, else `host`.
 
@@ -165,23 +167,58 @@ __device__ void cg_init(int n, const T* __restrict__ r, const T* __restrict__ di
     }
 }
 
-// After q = A p and pq = p.q (the SpMV's dot epilogue): alpha = rho / pq,
-// r -= alpha q, rho' = r.z, rr = r.r; the last block sets beta = rho'/rho,
-// rho = rho', counts the iteration and raises the flag on convergence.
+// The sum of a device scalar's 32 accumulators, in every thread of the
+// block (warp 0 loads them; every thread must call it).
+__device__ __forceinline__ double sparserl_block_acc_sum(const double* acc) {
+    __shared__ double total;
+    if (threadIdx.x < 32) {
+        double v = __ldcg(acc + threadIdx.x);
+        v = sparserl_warp_sum(v);
+        if (threadIdx.x == 0) {
+            total = v;
+        }
+    }
+    __syncthreads();
+    return total;
+}
+
+// Publishes a fused-epilogue dot: dot[0] = sum of the 32 accumulators, which
+// are zeroed. One warp.
+__device__ void finalize_dot(double* dot) {
+    if (blockIdx.x == 0 && threadIdx.x < 32) {
+        double v = __ldcg(dot + 1 + threadIdx.x);
+        dot[1 + threadIdx.x] = 0.0;
+        v = sparserl_warp_sum(v);
+        if (threadIdx.x == 0) {
+            dot[0] = v;
+        }
+    }
+}
+
+// After q = A p with p.q in the 32 accumulators of pq (the SpMV's dot
+// epilogue, not yet published): alpha = rho / pq, r -= alpha q, rho' = r.z,
+// rr = r.r; the last block publishes pq (and zeroes its accumulators), sets
+// beta = rho'/rho, rho = rho', counts the iteration and raises the flag on
+// convergence.
 template <typename T>
 __device__ void cg_update_r(int n, const T* __restrict__ q, T* __restrict__ r,
                             const T* __restrict__ dinv, int use_dinv, double* st,
-                            const double* pq, unsigned* ticket) {
+                            double* pq, unsigned* ticket) {
+    const double pq_sum = sparserl_block_acc_sum(pq + 1);
     const double flag = st[6];
     if (flag != 0.0) {
         // Converged earlier: mark done so that the x / p update of this
-        // iteration is skipped too (every thread returns: no ticket taken).
-        if (flag == 1.0 && blockIdx.x == 0 && threadIdx.x == 0) {
-            st[6] = 2.0;
+        // iteration is skipped too (every thread returns: no ticket taken),
+        // and clear pq's accumulators (this SpMV ran anyway).
+        if (blockIdx.x == 0 && threadIdx.x < 32) {
+            pq[1 + threadIdx.x] = 0.0;
+            if (threadIdx.x == 0 && flag == 1.0) {
+                st[6] = 2.0;
+            }
         }
         return;
     }
-    const double alpha = st[0] / pq[0];
+    const double alpha = st[0] / pq_sum;
     double v[2] = {0.0, 0.0};
     GRID_LOOP(i, n) {
         const double ri = (double)r[i] - alpha * (double)q[i];
@@ -202,6 +239,10 @@ __device__ void cg_update_r(int n, const T* __restrict__ q, T* __restrict__ r,
         st[2] = 0.0;
         st[8] = rr;
         st[5] += 1.0;
+        pq[0] = pq_sum;
+        for (int k = 1; k <= 32; ++k) {
+            pq[k] = 0.0;
+        }
         if (rr <= st[7] || !(rr == rr) || rho_new == 0.0) {
             st[6] = 1.0;
         }
@@ -256,7 +297,7 @@ __device__ void cg_update_xp(int n, T* __restrict__ x, T* __restrict__ p,
     }                                                                                            \
     extern "C" __global__ void __launch_bounds__(VB)                                             \
         sparserl_cg_update_r_##S(int n, const T* q, T* r, const T* dinv, int use_dinv,           \
-                                 double* st, const double* pq, unsigned* ticket) {               \
+                                 double* st, double* pq, unsigned* ticket) {                     \
         cg_update_r<T>(n, q, r, dinv, use_dinv, st, pq, ticket);                                 \
     }                                                                                            \
     extern "C" __global__ void __launch_bounds__(VB) sparserl_cg_update_xp_##S(                 \
@@ -266,3 +307,7 @@ __device__ void cg_update_xp(int n, T* __restrict__ x, T* __restrict__ p,
 
 INSTANTIATE(float, f32)
 INSTANTIATE(double, f64)
+
+extern "C" __global__ void __launch_bounds__(VB) sparserl_finalize_dot(double* dot) {
+    finalize_dot(dot);
+}

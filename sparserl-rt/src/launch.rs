@@ -221,12 +221,11 @@ pub fn resolve_entry(
 }
 
 /// The epilogue operands of a fused launch (device pointers appended to the
-/// kernel ABI: `coef`, `w`, `dot`, `ticket`).
+/// kernel ABI: `coef`, `w`, `dot`).
 pub(crate) struct EpArgs<'a, T: Scalar> {
     pub coef: &'a CudaSlice<f64>,
     pub w: &'a CudaSlice<T>,
     pub dot: &'a CudaSlice<f64>,
-    pub ticket: &'a CudaSlice<u32>,
 }
 
 /// Launches one SpMV `y = A x` of the kernel ABI on [`Gpu::stream`]
@@ -374,7 +373,7 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
         }
     }
     if let Some(ep) = &ep {
-        builder.arg(ep.coef).arg(ep.w).arg(ep.dot).arg(ep.ticket);
+        builder.arg(ep.coef).arg(ep.w).arg(ep.dot);
     }
     // SAFETY: the arguments match the generated ABI in type and order
     // (int, int, int, const int*, const int*, const T*, const T*, T*) with
@@ -393,9 +392,9 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
     // these buffers, which outlive the queued launch (they are freed in
     // stream order on the same stream: the matrix was checked to belong to
     // `gpu` here, the vectors by the callers). Fused entries additionally get
-    // `coef` (3 doubles), `w` (at least rows entries, checked by the caller),
-    // `dot` ({result, accumulator}) and `ticket` (one counter), accumulator
-    // and ticket zero between launches as the kernels leave them.
+    // `coef` (4 doubles), `w` (at least rows entries, checked by the caller)
+    // and `dot` ({result, accumulator[32]}, the accumulators zero at launch:
+    // every launch with a dot is followed by a publish that zeroes them).
     unsafe { builder.launch(cfg) }?;
     Ok(())
 }
@@ -588,6 +587,23 @@ pub fn spmv_fused_with_spec<T: Scalar>(
     y: &mut DeviceVec<T>,
     fused: Fused<'_, T>,
 ) -> Result<(), RtError> {
+    spmv_fused_unpublished(spec, gpu, a, x, y, fused)?;
+    match fused {
+        Fused::Dot { dot, .. } | Fused::AxpbyDot { dot, .. } => crate::ops::publish_dot(gpu, dot),
+        Fused::Axpby { .. } => Ok(()),
+    }
+}
+
+/// The fused launch alone: a dot stays in the scalar's accumulators until
+/// [`crate::ops::publish_dot`] or a solver update that publishes it runs.
+pub(crate) fn spmv_fused_unpublished<T: Scalar>(
+    spec: &KernelSpec,
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    x: &DeviceVec<T>,
+    y: &mut DeviceVec<T>,
+    fused: Fused<'_, T>,
+) -> Result<(), RtError> {
     check_operands(spec, gpu, a, x, y)?;
     let (coefs, w, dot) = match fused {
         Fused::Axpby { coefs } => (Some(coefs), None, None),
@@ -625,7 +641,6 @@ pub fn spmv_fused_with_spec<T: Scalar>(
         coef: coefs.map_or_else(|| dot.map_or(&spare.0, |d| &d.buf), |c| &c.buf),
         w: w.map_or(x.as_slice(), |w| w.as_slice()),
         dot: dot.map_or(&spare.0, |d| &d.buf),
-        ticket: dot.map_or(&spare.1, |d| &d.ticket),
     };
     launch_variant_ep(
         gpu,

@@ -304,6 +304,33 @@ pub fn sum<T: Scalar>(gpu: &Gpu, x: &DeviceVec<T>, out: &DeviceScalar) -> Result
     reduce(gpu, Reduce::Sum, x, None, out)
 }
 
+/// Publishes the dot product a fused SpMV epilogue left in `dot`'s
+/// accumulators (one warp; [`SpmvKernel::spmv_fused`](crate::SpmvKernel::spmv_fused)
+/// calls it).
+pub(crate) fn publish_dot(gpu: &Gpu, dot: &DeviceScalar) -> Result<(), RtError> {
+    dot.check_gpu(gpu, "the dot scalar")?;
+    let f = gpu.static_function(
+        "sparserl-vector-ops",
+        VECTOR_OPS_PTX,
+        "sparserl_finalize_dot",
+    )?;
+    let mut l = gpu.stream().launch_builder(&f);
+    l.arg(&dot.buf);
+    // SAFETY: (double* dot): the scalar's 33 doubles, on this stream
+    // (checked); one block of 32 threads reads and zeroes slots 1..=32 and
+    // writes slot 0.
+    unsafe {
+        launch(
+            l,
+            LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (32, 1, 1),
+                shared_mem_bytes: 0,
+            },
+        )
+    }
+}
+
 // ---- fused solver updates (used by crate::solvers) ----
 
 /// Pushes the optional Jacobi inverse diagonal as `(const T* dinv, int use)`.
@@ -357,8 +384,9 @@ pub(crate) fn cg_update_r<T: Scalar>(
     push_dinv(&mut l, dinv, q, &use_dinv);
     l.arg(st).arg(pq).arg(ticket);
     // SAFETY: (int n, const T* q, T* r, const T* dinv, int use_dinv, double*
-    // st, const double* pq, unsigned* ticket); sizes as in cg_init, pq a
-    // device scalar {result, accumulator}; all on this Gpu's stream.
+    // st, double* pq, unsigned* ticket); sizes as in cg_init, pq a device
+    // scalar {result, accumulator[32]} that the kernel publishes and whose
+    // accumulators it zeroes; all on this Gpu's stream.
     unsafe { launch(l, config(gpu, n as usize)) }
 }
 
@@ -419,6 +447,7 @@ mod tests {
                 assert!(VECTOR_OPS_PTX.contains(&entry), "{entry} missing");
             }
         }
+        assert!(VECTOR_OPS_PTX.contains(".entry sparserl_finalize_dot("));
     }
 
     #[test]

@@ -260,7 +260,15 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
             } = self;
             let graph = gpu.capture(|| {
                 for _ in 0..chunk {
-                    kernel.spmv_fused(gpu, a, p, q, Fused::Dot { w: p, dot: pq })?;
+                    // p . q stays in pq's accumulators: cg_update_r publishes it.
+                    crate::launch::spmv_fused_unpublished(
+                        kernel.spec(),
+                        gpu,
+                        a,
+                        p,
+                        q,
+                        Fused::Dot { w: p, dot: pq },
+                    )?;
                     ops::cg_update_r(
                         gpu,
                         n,

@@ -15,6 +15,7 @@ mod explain;
 mod gpu_check;
 mod policy;
 mod provision;
+mod ptxas;
 mod retune;
 mod test;
 mod vector_ptx;
@@ -55,6 +56,8 @@ enum Cmd {
     BenchApp(bench_app::Args),
     /// Check every fused-epilogue variant and CUDA-graph replay on a GPU.
     FusedCheck(bench_app::check::Args),
+    /// Register / stack / spill report of a generated kernel and its fused entries.
+    Ptxas(ptxas::Args),
     /// Compile sparserl-rt's vector kernels to the PTX the runtime embeds.
     VectorPtx(vector_ptx::Args),
 }
@@ -74,5 +77,6 @@ fn main() -> Result<()> {
         Cmd::VectorPtx(a) => vector_ptx::run(a),
         Cmd::BenchApp(a) => bench_app::run(a),
         Cmd::FusedCheck(a) => bench_app::check::command(a),
+        Cmd::Ptxas(a) => ptxas::run(a),
     }
 }
