@@ -20,12 +20,14 @@
 //                        the input); beta == 0 never reads y (BLAS
 //                        convention: y may hold NaN);
 //   const T* w:          the dot weights, rows entries;
-//   double* dot:         {result, accumulator[32]}: the accumulators are zero
-//                        when the kernel starts; each warp adds its partial
-//                        sum into accumulator (global warp index) % 32 with
-//                        a fire-and-forget atomic (no fence, no ticket: the
-//                        kernel's blocks retire as fast as the plain
-//                        kernel's). The result is published by whoever runs
+//   double* dot:         the result at dot[0], 32 accumulators at dot[16 (k + 1)]
+//                        (128 bytes apart: different cache lines, so the
+//                        atomics of different accumulators do not queue on
+//                        one line), zero when the kernel starts; each warp
+//                        adds its partial sum into accumulator (global warp
+//                        index) % 32 with a fire-and-forget atomic (no fence,
+//                        no ticket: the kernel's blocks retire as fast as the
+//                        plain kernel's). The result is published by whoever runs
 //                        next on the stream: the runtime's finalize kernel
 //                        (sums the accumulators into dot[0], zeroes them) or
 //                        a solver update that does the same.
@@ -39,6 +41,9 @@
 
 #ifndef SPARSERL_EPILOGUE_HELPERS
 #define SPARSERL_EPILOGUE_HELPERS
+
+// Doubles between a device scalar's accumulators (sparserl_rt::scalar).
+#define SPARSERL_DOT_STRIDE 16
 
 template <int KIND>
 struct sparserl_epilogue {
@@ -88,7 +93,8 @@ struct sparserl_epilogue {
             }
         }
         if (v != 0.0) {
-            atomicAdd(dot + 1 + slot, v);  // result unused: a fire-and-forget reduction
+            // Result unused: a fire-and-forget reduction.
+            atomicAdd(dot + SPARSERL_DOT_STRIDE * (1 + slot), v);
         }
     }
 };

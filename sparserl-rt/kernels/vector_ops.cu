@@ -6,10 +6,10 @@
 // Launch shape: VB threads per block, any grid (grid-stride loops); the
 // reductions expect every thread of the grid to reach grid_reduce.
 //
-// Device scalars are double[33] = {result, accumulator[32]} plus unsigned
-// tickets {main, group[32]}, accumulators and tickets zero between launches.
-// These kernels run at most a few thousand blocks, so they use accumulator 0
-// and the main ticket only; the block that finishes last publishes the
+// Device scalars are double[16 * 33]: the result at 0 and 32 accumulators at
+// ACC(k) = 16 (k + 1) (one cache line each), plus an unsigned ticket, all
+// accumulators and the ticket zero between launches. These kernels run at
+// most a few thousand blocks, so they use accumulator 0 and the ticket only; the block that finishes last publishes the
 // result and zeroes both again, so a reduction needs no memset and replays
 // in a CUDA graph. Fused SpMV epilogues add into all 32 accumulators
 // without a ticket; sparserl_finalize_dot (or a solver update reading the
@@ -18,6 +18,8 @@
 // Coefficients are `host * (*dev)` when `dev` is not null, else `host`.
 
 #define VB 256
+#define ACC_STRIDE 16
+#define ACC(k) (ACC_STRIDE * ((k) + 1))
 #define FULL_MASK 0xffffffffu
 
 __device__ __forceinline__ double sparserl_warp_sum(double v) {
@@ -32,8 +34,9 @@ __device__ __forceinline__ double sparserl_coef(double host, const double* dev) 
     return dev != nullptr ? host * dev[0] : host;
 }
 
-// Sums v[0..K) over the grid into acc[0..K). Returns true in thread 0 of the
-// block that finishes last, which then sees the totals in acc.
+// Sums v[0..K) over the grid into acc[k * ACC_STRIDE] (one cache line each).
+// Returns true in thread 0 of the block that finishes last, which then sees
+// the totals there.
 template <int K>
 __device__ __forceinline__ bool sparserl_grid_reduce(double (&v)[K], double* acc,
                                                      unsigned* ticket) {
@@ -55,7 +58,7 @@ __device__ __forceinline__ bool sparserl_grid_reduce(double (&v)[K], double* acc
             double s = lane < VB / 32 ? part[k][lane] : 0.0;
             s = sparserl_warp_sum(s);
             if (lane == 0) {
-                atomicAdd(acc + k, s);
+                atomicAdd(acc + k * ACC_STRIDE, s);
             }
         }
         if (lane == 0) {
@@ -76,8 +79,9 @@ __device__ __forceinline__ double sparserl_read_acc(double* p) {
     return __ldcg(p);
 }
 
+// Unrolled so that the loads of several elements are in flight together.
 #define GRID_LOOP(i, n)                                                           \
-    for (long long i = (long long)blockIdx.x * VB + threadIdx.x; i < (long long)(n); \
+    _Pragma("unroll 4") for (long long i = (long long)blockIdx.x * VB + threadIdx.x; i < (long long)(n); \
          i += (long long)gridDim.x * VB)
 
 template <typename T>
@@ -124,19 +128,20 @@ __device__ void reduce(int n, int mode, const T* __restrict__ x, const T* __rest
             default: v[0] += a; break;
         }
     }
-    if (sparserl_grid_reduce<1>(v, out + 1, ticket)) {
-        const double total = sparserl_read_acc(out + 1);
+    if (sparserl_grid_reduce<1>(v, out + ACC(0), ticket)) {
+        const double total = sparserl_read_acc(out + ACC(0));
         out[0] = mode == 1 ? sqrt(total) : total;
-        out[1] = 0.0;
+        out[ACC(0)] = 0.0;
         *ticket = 0u;
         __threadfence();
     }
 }
 
-// Conjugate gradients state (double[10]):
-//   0 rho = r.z   1 rho accumulator   2 r.r accumulator   3 alpha   4 beta
-//   5 iterations  6 flag (0 running, 1 converged this iteration, 2 done)
-//   7 threshold on r.r   8 r.r   9 unused
+// Conjugate gradients state (double[48]):
+//   0 rho = r.z   3 alpha   4 beta   5 iterations
+//   6 flag (0 running, 1 converged this iteration, 2 done)
+//   7 threshold on r.r   8 r.r
+//   16 rho accumulator   32 r.r accumulator (ACC(0), ACC(1))
 // z = dinv .* r with the Jacobi preconditioner (use_dinv), else z = r.
 
 // p = z, rho = r.z, rr = r.r; flag = 2 when already below the threshold.
@@ -151,12 +156,12 @@ __device__ void cg_init(int n, const T* __restrict__ r, const T* __restrict__ di
         v[0] += ri * zi;
         v[1] += ri * ri;
     }
-    if (sparserl_grid_reduce<2>(v, st + 1, ticket)) {
-        const double rho = sparserl_read_acc(st + 1);
-        const double rr = sparserl_read_acc(st + 2);
+    if (sparserl_grid_reduce<2>(v, st + ACC(0), ticket)) {
+        const double rho = sparserl_read_acc(st + ACC(0));
+        const double rr = sparserl_read_acc(st + ACC(1));
         st[0] = rho;
-        st[1] = 0.0;
-        st[2] = 0.0;
+        st[ACC(0)] = 0.0;
+        st[ACC(1)] = 0.0;
         st[3] = 0.0;
         st[4] = 0.0;
         st[5] = 0.0;
@@ -169,10 +174,10 @@ __device__ void cg_init(int n, const T* __restrict__ r, const T* __restrict__ di
 
 // The sum of a device scalar's 32 accumulators, in every thread of the
 // block (warp 0 loads them; every thread must call it).
-__device__ __forceinline__ double sparserl_block_acc_sum(const double* acc) {
+__device__ __forceinline__ double sparserl_block_acc_sum(const double* dot) {
     __shared__ double total;
     if (threadIdx.x < 32) {
-        double v = __ldcg(acc + threadIdx.x);
+        double v = __ldcg(dot + ACC(threadIdx.x));
         v = sparserl_warp_sum(v);
         if (threadIdx.x == 0) {
             total = v;
@@ -186,8 +191,8 @@ __device__ __forceinline__ double sparserl_block_acc_sum(const double* acc) {
 // are zeroed. One warp.
 __device__ void finalize_dot(double* dot) {
     if (blockIdx.x == 0 && threadIdx.x < 32) {
-        double v = __ldcg(dot + 1 + threadIdx.x);
-        dot[1 + threadIdx.x] = 0.0;
+        double v = __ldcg(dot + ACC(threadIdx.x));
+        dot[ACC(threadIdx.x)] = 0.0;
         v = sparserl_warp_sum(v);
         if (threadIdx.x == 0) {
             dot[0] = v;
@@ -204,14 +209,14 @@ template <typename T>
 __device__ void cg_update_r(int n, const T* __restrict__ q, T* __restrict__ r,
                             const T* __restrict__ dinv, int use_dinv, double* st,
                             double* pq, unsigned* ticket) {
-    const double pq_sum = sparserl_block_acc_sum(pq + 1);
+    const double pq_sum = sparserl_block_acc_sum(pq);
     const double flag = st[6];
     if (flag != 0.0) {
         // Converged earlier: mark done so that the x / p update of this
         // iteration is skipped too (every thread returns: no ticket taken),
         // and clear pq's accumulators (this SpMV ran anyway).
         if (blockIdx.x == 0 && threadIdx.x < 32) {
-            pq[1 + threadIdx.x] = 0.0;
+            pq[ACC(threadIdx.x)] = 0.0;
             if (threadIdx.x == 0 && flag == 1.0) {
                 st[6] = 2.0;
             }
@@ -229,19 +234,19 @@ __device__ void cg_update_r(int n, const T* __restrict__ q, T* __restrict__ r,
         v[0] += rd * zi;
         v[1] += rd * rd;
     }
-    if (sparserl_grid_reduce<2>(v, st + 1, ticket)) {
-        const double rho_new = sparserl_read_acc(st + 1);
-        const double rr = sparserl_read_acc(st + 2);
+    if (sparserl_grid_reduce<2>(v, st + ACC(0), ticket)) {
+        const double rho_new = sparserl_read_acc(st + ACC(0));
+        const double rr = sparserl_read_acc(st + ACC(1));
         st[4] = rho_new / st[0];
         st[3] = alpha;
         st[0] = rho_new;
-        st[1] = 0.0;
-        st[2] = 0.0;
+        st[ACC(0)] = 0.0;
+        st[ACC(1)] = 0.0;
         st[8] = rr;
         st[5] += 1.0;
         pq[0] = pq_sum;
-        for (int k = 1; k <= 32; ++k) {
-            pq[k] = 0.0;
+        for (int k = 0; k < 32; ++k) {
+            pq[ACC(k)] = 0.0;
         }
         if (rr <= st[7] || !(rr == rr) || rho_new == 0.0) {
             st[6] = 1.0;

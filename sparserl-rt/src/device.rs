@@ -111,8 +111,8 @@ impl Gpu {
             sm_count,
             capturing: Arc::new(AtomicBool::new(false)),
             spare: Arc::new((
-                stream.alloc_zeros::<f64>(crate::scalar::SLOTS + 1)?,
-                stream.alloc_zeros::<u32>(crate::scalar::SLOTS + 1)?,
+                stream.alloc_zeros::<f64>(crate::scalar::SCALAR_LEN)?,
+                stream.alloc_zeros::<u32>(1)?,
             )),
         })
     }

@@ -265,7 +265,7 @@ fn reduce<T: Scalar>(
     l.arg(&out.buf).arg(&out.ticket);
     // SAFETY: (int n, int mode, const T* x, const T* y, double* out,
     // unsigned* ticket); x and y hold n elements (y = x when the mode reads
-    // only x); out is {result, accumulator} and ticket one counter, both
+    // only x); out is a scalar (SCALAR_LEN doubles) and ticket one counter,
     // zero-accumulated between launches as the kernel leaves them; all on
     // this stream (checked). n == 0 still launches so the result becomes 0.
     // The scalar is written through a shared reference: the host never
@@ -316,9 +316,9 @@ pub(crate) fn publish_dot(gpu: &Gpu, dot: &DeviceScalar) -> Result<(), RtError> 
     )?;
     let mut l = gpu.stream().launch_builder(&f);
     l.arg(&dot.buf);
-    // SAFETY: (double* dot): the scalar's 33 doubles, on this stream
-    // (checked); one block of 32 threads reads and zeroes slots 1..=32 and
-    // writes slot 0.
+    // SAFETY: (double* dot): the scalar's SCALAR_LEN doubles, on this
+    // stream (checked); one block of 32 threads reads and zeroes the 32
+    // accumulators and writes the result.
     unsafe {
         launch(
             l,
@@ -361,7 +361,7 @@ pub(crate) fn cg_init<T: Scalar>(
     l.arg(p).arg(st).arg(ticket);
     // SAFETY: (int n, const T* r, const T* dinv, int use_dinv, T* p, double*
     // st, unsigned* ticket); the solver allocated r, dinv, p with n elements,
-    // st with 10 and ticket with 1 (zero) on this Gpu's stream.
+    // st with 48 and ticket with 1 (zero) on this Gpu's stream.
     unsafe { launch(l, config(gpu, n as usize)) }
 }
 
@@ -385,7 +385,7 @@ pub(crate) fn cg_update_r<T: Scalar>(
     l.arg(st).arg(pq).arg(ticket);
     // SAFETY: (int n, const T* q, T* r, const T* dinv, int use_dinv, double*
     // st, double* pq, unsigned* ticket); sizes as in cg_init, pq a device
-    // scalar {result, accumulator[32]} that the kernel publishes and whose
+    // scalar (SCALAR_LEN doubles) that the kernel publishes and whose
     // accumulators it zeroes; all on this Gpu's stream.
     unsafe { launch(l, config(gpu, n as usize)) }
 }
@@ -407,7 +407,7 @@ pub(crate) fn cg_update_xp<T: Scalar>(
     push_dinv(&mut l, dinv, r, &use_dinv);
     l.arg(st);
     // SAFETY: (int n, T* x, T* p, const T* r, const T* dinv, int use_dinv,
-    // const double* st); x, p, r, dinv hold n elements, st 10; this stream.
+    // const double* st); x, p, r, dinv hold n elements, st 48; this stream.
     unsafe { launch(l, config(gpu, n as usize)) }
 }
 

@@ -10,19 +10,24 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use std::fmt;
 use std::sync::Arc;
 
-/// Accumulator slots of a [`DeviceScalar`] (the tickets have as many group
-/// counters).
+/// Accumulators of a [`DeviceScalar`].
 pub const SLOTS: usize = 32;
+/// Doubles between two accumulators (one 128-byte cache line each, so
+/// atomics on different accumulators do not queue on one line).
+pub const SLOT_STRIDE: usize = 16;
+/// Doubles a [`DeviceScalar`] holds: the result and the accumulators.
+pub const SCALAR_LEN: usize = SLOT_STRIDE * (SLOTS + 1);
 
 /// A `f64` on the device, written by reductions (dot products, norms, the
 /// dot epilogue of a fused SpMV) and read by later kernels without a host
 /// round trip.
 ///
-/// Layout: `{result, accumulator[32]}` plus completion tickets
-/// `{main, group[32]}`; a reduction adds into the accumulators and the block
-/// that finishes last publishes the result and zeroes the accumulators and
-/// tickets again, so one scalar can be reused by any number of reductions
-/// and CUDA-graph replays.
+/// Layout: the result at 0, [`SLOTS`] accumulators [`SLOT_STRIDE`] doubles
+/// apart, and a completion ticket; a reduction adds into the accumulators
+/// and whoever publishes (the last block of a vector reduction, the
+/// one-warp publish after a fused SpMV, a solver update) writes the result
+/// and zeroes the accumulators again, so one scalar can be reused by any
+/// number of reductions and CUDA-graph replays.
 pub struct DeviceScalar {
     pub(crate) buf: CudaSlice<f64>,
     pub(crate) ticket: CudaSlice<u32>,
@@ -40,8 +45,8 @@ impl DeviceScalar {
     pub fn new(gpu: &Gpu) -> Result<DeviceScalar, RtError> {
         gpu.check_not_capturing("DeviceScalar::new")?;
         Ok(DeviceScalar {
-            buf: gpu.stream().alloc_zeros::<f64>(SLOTS + 1)?,
-            ticket: gpu.stream().alloc_zeros::<u32>(SLOTS + 1)?,
+            buf: gpu.stream().alloc_zeros::<f64>(SCALAR_LEN)?,
+            ticket: gpu.stream().alloc_zeros::<u32>(1)?,
             stream: gpu.stream().clone(),
         })
     }
@@ -64,7 +69,7 @@ impl DeviceScalar {
     pub fn set(&mut self, gpu: &Gpu, value: f64) -> Result<(), RtError> {
         self.check_gpu(gpu, "the scalar")?;
         gpu.check_not_capturing("DeviceScalar::set")?;
-        let mut v = [0.0; SLOTS + 1];
+        let mut v = [0.0; SCALAR_LEN];
         v[0] = value;
         gpu.stream().memcpy_htod(&v, &mut self.buf)?;
         Ok(())

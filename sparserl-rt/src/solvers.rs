@@ -39,6 +39,9 @@ use crate::scalar::{Coef, DeviceCoefs, DeviceScalar};
 use cudarc::driver::CudaSlice;
 use std::time::Instant;
 
+/// Doubles of the CG state (see `kernels/vector_ops.cu`).
+const CG_STATE_LEN: usize = 48;
+
 /// Options of [`Cg::solve`].
 #[derive(Debug, Clone, Copy)]
 pub struct CgOptions {
@@ -177,7 +180,7 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
             p: DeviceVec::zeros(gpu, n)?,
             q: DeviceVec::zeros(gpu, n)?,
             dinv,
-            st: gpu.stream().alloc_zeros::<f64>(10)?,
+            st: gpu.stream().alloc_zeros::<f64>(CG_STATE_LEN)?,
             ticket: gpu.stream().alloc_zeros::<u32>(1)?,
             pq: DeviceScalar::new(gpu)?,
         })
@@ -186,7 +189,10 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
     /// Device bytes of the work vectors and state.
     pub fn device_bytes(&self) -> usize {
         let v = self.r.as_slice().num_bytes() * 3;
-        v + self.dinv.as_ref().map_or(0, |d| d.as_slice().num_bytes()) + 10 * 8 + 4 + 16 + 4
+        v + self.dinv.as_ref().map_or(0, |d| d.as_slice().num_bytes())
+            + self.st.num_bytes()
+            + self.pq.buf.num_bytes()
+            + 8
     }
 
     /// Solves `A x = b` starting from the given `x`; `x` holds the solution.
