@@ -6,14 +6,14 @@ use super::kernel;
 use anyhow::{Result, bail};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sparserl_rt::{
     Coef, Csr, DeviceCoefs, DeviceScalar, DeviceVec, Epilogue, Fused, Gpu, Scalar, SpmvKernel,
     Variant, ops, synth,
 };
 
 /// Counts of one fused check run.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct FusedCheck {
     /// (variant, epilogue, matrix, value) combinations checked.
     pub checked: usize,

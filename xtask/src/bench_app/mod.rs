@@ -7,10 +7,11 @@
 
 pub mod check;
 pub mod kernel;
+mod plot;
 
 use crate::app_vendor;
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sparserl_build::search::SearchConfig;
 use sparserl_rt::solvers::{self, Cg, CgOptions, PageRankOptions};
 use sparserl_rt::{Csr, DeviceVec, Epilogue, Features, Gpu, Scalar, SpmvKernel, synth};
@@ -47,10 +48,13 @@ pub struct Args {
     /// Skip the fused-epilogue check.
     #[arg(long)]
     pub no_check: bool,
+    /// Only rewrite `app-h200.md` and `app-h200.svg` from this JSON report.
+    #[arg(long, value_name = "JSON")]
+    pub replot: Option<PathBuf>,
 }
 
 /// One CG case.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct CgCase {
     name: String,
     value: String,
@@ -78,7 +82,7 @@ struct CgCase {
 }
 
 /// One PageRank case.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct PrCase {
     name: String,
     n: usize,
@@ -99,7 +103,7 @@ struct PrCase {
     floor_us_per_iter: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Summary {
     cg_poisson3d_f64_speedup: f64,
     cg_poisson2d_f32_speedup: f64,
@@ -108,7 +112,7 @@ struct Summary {
     poisson3d_memory_ratio: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Report {
     gpu: String,
     commit: String,
@@ -409,7 +413,7 @@ fn markdown(r: &Report) -> String {
     );
     for c in &r.cg {
         s += &format!(
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | **{:.2}x** | {:.1} | {} | {:.2e} / {:.2e} | {} it, {:.1e} | {:.1} / {:.1} MB ({:.2}) |\n",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | **{:.2}x** | {:.1} | {:.1} / {:.1} | {} | {:.2e} / {:.2e} | {} it, {:.1e} | {:.1} / {:.1} MB ({:.2}) |\n",
             c.name,
             c.value,
             c.variant,
@@ -418,6 +422,8 @@ fn markdown(r: &Report) -> String {
             c.vendor_textbook_us_per_iter,
             c.speedup_vs_graph,
             c.floor_us_per_iter,
+            c.spmv_us,
+            c.spmv_fused_us,
             c.iterations,
             c.ours_rel_residual,
             c.vendor_rel_residual,
@@ -428,10 +434,10 @@ fn markdown(r: &Report) -> String {
             c.memory_ratio
         );
     }
-    s += "\n## PageRank (f32, damping 0.85)\n\n| graph | pages | links | variant | ours | vendor graph | textbook | speedup (graph) | floor | SpMV / fused SpMV | iters | L1 vs CPU f64 ours / vendor |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    s += "\n## PageRank (f32, damping 0.85)\n\n| graph | pages | links | variant | ours | vendor graph | textbook | speedup (graph) | floor | SpMV / fused SpMV | iters | L1 vs CPU f64 ours / vendor | memory ours / vendor |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for c in &r.pagerank {
         s += &format!(
-            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | **{:.2}x** | {:.1} | {} | {:.1e} / {:.1e} |\n",
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | **{:.2}x** | {:.1} | {:.1} / {:.1} | {} | {:.1e} / {:.1e} | {:.1} / {:.1} MB |\n",
             c.name,
             c.n,
             c.nnz,
@@ -441,9 +447,13 @@ fn markdown(r: &Report) -> String {
             c.vendor_textbook_us_per_iter,
             c.speedup_vs_graph,
             c.floor_us_per_iter,
+            c.spmv_us,
+            c.spmv_fused_us,
             c.iterations,
             c.ours_l1_vs_cpu,
-            c.vendor_l1_vs_cpu
+            c.vendor_l1_vs_cpu,
+            c.ours_matrix_bytes as f64 / 1e6,
+            c.vendor_device_bytes as f64 / 1e6
         );
     }
     if let Some(f) = &r.fused_check {
@@ -463,8 +473,24 @@ fn markdown(r: &Report) -> String {
     s
 }
 
+/// Writes the Markdown table and the SVG plot of `report` into `out`.
+fn write_views(report: &Report, out: &std::path::Path) -> Result<()> {
+    std::fs::write(out.join("app-h200.md"), markdown(report))?;
+    plot::write(report, &out.join("app-h200.svg"))?;
+    eprintln!("bench-app: wrote {}", out.join("app-h200.md").display());
+    Ok(())
+}
+
 /// Runs the benchmark.
 pub fn run(args: Args) -> Result<()> {
+    if let Some(json) = &args.replot {
+        let report: Report = serde_json::from_str(
+            &std::fs::read_to_string(json)
+                .with_context(|| format!("reading {}", json.display()))?,
+        )?;
+        std::fs::create_dir_all(&args.out)?;
+        return write_views(&report, &args.out);
+    }
     let gpu = Gpu::new(0).context("bench-app needs a GPU")?;
     crate::cusparse::library_status()?;
     app_vendor::blas_library_status()?;
