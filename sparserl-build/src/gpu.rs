@@ -208,8 +208,10 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
         };
         let mut out = Vec::with_capacity(self.benches.len());
         for b in &self.benches {
-            let m = b
-                .measure(&func, variant, &opts)
+            // SAFETY: `func` is the entry of codegen::generate(variant, T),
+            // compiled and loaded by load_variant for this GPU: a kernel of
+            // the SpMV ABI for T and `variant`.
+            let m = unsafe { b.measure(&func, variant, &opts) }
                 .map_err(|e| SearchError::Source(e.to_string()))?;
             let wrong = !m.correct;
             out.push(to_sample(&m));

@@ -805,7 +805,13 @@ pub(crate) fn check_owner(
     stream: &Arc<CudaStream>,
     what: &'static str,
 ) -> Result<(), RtError> {
-    if gpu.owns(stream) {
+    same_owner(&gpu.stream, stream, what)
+}
+
+/// [`RtError::ForeignOperand`] unless `found` is the very object `expected`
+/// is (identity, not equality).
+fn same_owner<S>(expected: &Arc<S>, found: &Arc<S>, what: &'static str) -> Result<(), RtError> {
+    if Arc::ptr_eq(expected, found) {
         Ok(())
     } else {
         Err(RtError::ForeignOperand { what })
@@ -969,6 +975,16 @@ mod tests {
             validate_raw(2, 0, &[0, 0, 0], &[], 0),
             Err(RtError::EmptyMatrix { rows: 2, cols: 0 })
         ));
+    }
+
+    #[test]
+    fn operands_of_another_stream_are_refused() {
+        let mine = Arc::new(7u8);
+        let theirs = Arc::new(7u8); // equal value, another object
+        assert!(same_owner(&mine, &mine.clone(), "x").is_ok());
+        let err = same_owner(&mine, &theirs, "x").unwrap_err();
+        assert!(matches!(err, RtError::ForeignOperand { what: "x" }));
+        assert!(err.to_string().contains("belongs to another Gpu"), "{err}");
     }
 
     #[test]

@@ -12,7 +12,20 @@
 //! borrows them: [`Graph`] carries the closure's lifetime, and the borrow
 //! checker keeps every captured vector, matrix and scalar alive (and
 //! mutably borrowed vectors untouched by the host) until the graph is
-//! dropped.
+//! dropped. Freeing a captured operand while its graph can still be
+//! replayed does not compile:
+//!
+//! ```compile_fail,E0505
+//! use sparserl_rt::{Coef, DeviceVec, Gpu, ops};
+//! # fn main() -> Result<(), sparserl_rt::RtError> {
+//! let gpu = Gpu::new(0)?;
+//! let x = DeviceVec::from_host(&gpu, &[1.0f32; 4])?;
+//! let mut y = DeviceVec::<f32>::zeros(&gpu, 4)?;
+//! let graph = gpu.capture(|| ops::axpy(&gpu, Coef::host(1.0), &x, &mut y))?;
+//! drop(y); // the graph still writes y
+//! graph.launch(&gpu)?;
+//! # Ok(()) }
+//! ```
 //!
 //! ```no_run
 //! use sparserl_rt::{DeviceScalar, DeviceVec, Gpu, ops, Coef};

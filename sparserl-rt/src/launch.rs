@@ -231,9 +231,15 @@ pub(crate) struct EpArgs<'a, T: Scalar> {
 /// Launches one SpMV `y = A x` of the kernel ABI on [`Gpu::stream`]
 /// (asynchronous), zeroing `y` first when the variant needs it.
 ///
-/// `x` must hold at least `cols` and `y` at least `rows` elements; `func`
-/// must be a kernel of this ABI for value type `T`, generated for `variant`.
-pub fn launch_variant<T: Scalar>(
+/// `x` must hold at least `cols` and `y` at least `rows` elements (checked).
+///
+/// # Safety
+/// `func` must be the entry point of a kernel of this ABI for value type `T`
+/// generated for `variant` (e.g. loaded from `sparserl_build::codegen`'s
+/// output for that variant), and `x` and `y` must be buffers of `gpu`'s
+/// stream (the raw slices carry no owner to check). Safe code launches
+/// through [`SpmvKernel`], whose specs come from the generated module.
+pub unsafe fn launch_variant<T: Scalar>(
     gpu: &Gpu,
     func: &CudaFunction,
     variant: &Variant,
@@ -415,6 +421,23 @@ pub fn binned_grid(variant: &Variant, rows: usize, chunks: usize) -> u32 {
 /// The generated code implements this trait for one unit struct per kernel;
 /// only [`SpmvKernel::spec`] is generated, [`SpmvKernel::spmv`] is provided.
 ///
+/// # Safety
+/// The provided methods launch the PTX of [`SpmvKernel::spec`] with the
+/// kernel ABI: an implementation must return a spec whose entries (plain,
+/// fallback and fused) are kernels of that ABI for its value type, variant
+/// and epilogues, as `sparserl-build` generates them. Implementing it by
+/// hand for foreign PTX is `unsafe` for that reason:
+///
+/// ```compile_fail,E0200
+/// struct Foreign;
+/// impl sparserl_rt::SpmvKernel for Foreign {
+///     type Value = f32;
+///     fn spec(&self) -> &'static sparserl_rt::KernelSpec {
+///         unimplemented!()
+///     }
+/// }
+/// ```
+///
 /// ```no_run
 /// use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Gpu, RtError, SpmvKernel};
 ///
@@ -427,7 +450,7 @@ pub fn binned_grid(variant: &Variant, rows: usize, chunks: usize) -> u32 {
 ///     y.to_host(&gpu)
 /// }
 /// ```
-pub trait SpmvKernel {
+pub unsafe trait SpmvKernel {
     /// Element type of values, `x` and `y`.
     type Value: Scalar;
 
@@ -579,7 +602,7 @@ fn check_operands<T: Scalar>(
 }
 
 /// The body of [`SpmvKernel::spmv_fused`] for an explicit spec.
-pub fn spmv_fused_with_spec<T: Scalar>(
+pub(crate) fn spmv_fused_with_spec<T: Scalar>(
     spec: &KernelSpec,
     gpu: &Gpu,
     a: &DeviceCsr<T>,
@@ -654,7 +677,7 @@ pub(crate) fn spmv_fused_unpublished<T: Scalar>(
 }
 
 /// The body of [`SpmvKernel::spmv`] for an explicit spec.
-pub fn spmv_with_spec<T: Scalar>(
+pub(crate) fn spmv_with_spec<T: Scalar>(
     spec: &KernelSpec,
     gpu: &Gpu,
     a: &DeviceCsr<T>,
@@ -670,7 +693,15 @@ pub fn spmv_with_spec<T: Scalar>(
         a.has_csr(),
         None,
     )?;
-    launch_variant(gpu, &func, &variant, a, x.as_slice(), y.as_mut_slice())
+    launch_variant_ep(
+        gpu,
+        &func,
+        &variant,
+        a,
+        x.as_slice(),
+        y.as_mut_slice(),
+        None,
+    )
 }
 
 #[cfg(test)]

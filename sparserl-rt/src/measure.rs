@@ -316,7 +316,11 @@ impl<T: Scalar> Bench<T> {
     /// `x` (different from the previous check's) with `y` poisoned with NaN and
     /// returns the relative error against [`Csr::spmv_f64`] of `x` rounded
     /// to `T` (see [`rel_err`]; compare with [`tolerance`]).
-    pub fn check(&self, func: &CudaFunction, variant: &Variant) -> Result<f64, RtError> {
+    ///
+    /// # Safety
+    /// `func` must be a kernel of the SpMV ABI for `T` generated for
+    /// `variant` (see [`launch_variant`]).
+    pub unsafe fn check(&self, func: &CudaFunction, variant: &Variant) -> Result<f64, RtError> {
         let mut st = self.lock();
         let st = &mut *st;
         let stream = self.gpu.stream();
@@ -333,7 +337,9 @@ impl<T: Scalar> Bench<T> {
         let poison = vec![T::from_f64(f64::NAN); self.csr.rows()];
         stream.memcpy_htod(&x, &mut st.xs[0])?;
         stream.memcpy_htod(&poison, &mut st.ys[0])?;
-        launch_variant(&self.gpu, func, variant, &self.a, &st.xs[0], &mut st.ys[0])?;
+        // SAFETY: the caller vouches for `func`; xs / ys were allocated on
+        // this Bench's Gpu stream and hold cols / rows elements.
+        unsafe { launch_variant(&self.gpu, func, variant, &self.a, &st.xs[0], &mut st.ys[0]) }?;
         let y = stream.clone_dtoh(&st.ys[0])?;
         let y64: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
         Ok(rel_err(&y64, &reference))
@@ -353,14 +359,18 @@ impl<T: Scalar> Bench<T> {
     /// Short launches are timed as graph replays (GPU time without the CPU
     /// launch overhead); [`Bench::time_back_to_back_us`] gives the cost of
     /// calling in a loop.
-    pub fn measure(
+    ///
+    /// # Safety
+    /// As [`Bench::check`].
+    pub unsafe fn measure(
         &self,
         func: &CudaFunction,
         variant: &Variant,
         opts: &MeasureOptions,
     ) -> Result<Measurement, RtError> {
         let tol = tolerance(T::TYPE);
-        let err = match self.check(func, variant) {
+        // SAFETY: forwarded from the caller.
+        let err = match unsafe { self.check(func, variant) } {
             Ok(e) => e,
             Err(e) if e.is_context_fatal() => return Err(e),
             Err(e) => {
@@ -423,7 +433,9 @@ impl<T: Scalar> Bench<T> {
     ) -> Result<(), RtError> {
         let i = st.next % st.xs.len();
         st.next = st.next.wrapping_add(1);
-        launch_variant(&self.gpu, func, variant, &self.a, &st.xs[i], &mut st.ys[i])
+        // SAFETY: only reached from the unsafe timing entry points, whose
+        // callers vouch for `func`; the buffers are this Bench's own.
+        unsafe { launch_variant(&self.gpu, func, variant, &self.a, &st.xs[i], &mut st.ys[i]) }
     }
 
     /// Warm-up plus per-launch event timing; microseconds per launch.
@@ -447,7 +459,10 @@ impl<T: Scalar> Bench<T> {
     /// Microseconds per SpMV of `n` launches queued back to back between two
     /// events (rotating copies; after one untimed round). Includes the `y`
     /// memsets of variants that need them and the gaps between launches.
-    pub fn time_back_to_back_us(
+    ///
+    /// # Safety
+    /// As [`Bench::check`].
+    pub unsafe fn time_back_to_back_us(
         &self,
         func: &CudaFunction,
         variant: &Variant,
@@ -462,7 +477,10 @@ impl<T: Scalar> Bench<T> {
     /// copies, including `y` memsets where needed) are captured into one CUDA
     /// graph and the graph is replayed: the steady-state cost without CPU
     /// launch overhead. Replays 10 times after one untimed replay.
-    pub fn time_graph_us(
+    ///
+    /// # Safety
+    /// As [`Bench::check`].
+    pub unsafe fn time_graph_us(
         &self,
         func: &CudaFunction,
         variant: &Variant,

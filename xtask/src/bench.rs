@@ -1054,7 +1054,9 @@ fn measure_ours<T: Scalar>(ctx: &Ctx, bench: &Bench<T>, v: &Variant) -> Result<M
         reps: ctx.reps,
         ..MeasureOptions::default()
     };
-    Ok(bench.measure(&func, v, &opts)?)
+    // SAFETY: ctx.function compiles codegen::generate(v, T) (load_variant):
+    // a kernel of the SpMV ABI for T and v.
+    Ok(unsafe { bench.measure(&func, v, &opts) }?)
 }
 
 /// Exhaustive sweep of the full space through [`Bench::measure`] (checked
@@ -1080,7 +1082,8 @@ fn sweep<T: Scalar>(ctx: &Ctx, bench: &Bench<T>) -> Result<Vec<(usize, f64, f64,
             out.push((i, 0.0, f64::INFINITY, false));
             continue;
         };
-        let m = bench.measure(&func, v, &opts)?;
+        // SAFETY: as in measure_ours: func is the generated kernel of v for T.
+        let m = unsafe { bench.measure(&func, v, &opts) }?;
         if m.correct {
             fastest_us = fastest_us.min(m.median_us);
         }
@@ -1369,8 +1372,10 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
         && let Some(w) = winner
         && let Ok(func) = ctx.function(&w, value)
     {
-        row.ours_latency_us = bench.time_back_to_back_us(&func, &w, 200).ok();
-        row.ours_graph_us = bench.time_graph_us(&func, &w, 50).ok();
+        // SAFETY: ctx.function compiled the generated kernel of w for this value type.
+        row.ours_latency_us = unsafe { bench.time_back_to_back_us(&func, &w, 200) }.ok();
+        // SAFETY: as above.
+        row.ours_graph_us = unsafe { bench.time_graph_us(&func, &w, 50) }.ok();
     }
 
     row.speedup_vs_cusparse = ratio(row.ours_gbs, row.cusparse_gbs);

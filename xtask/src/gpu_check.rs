@@ -829,7 +829,9 @@ fn check_matrix<T: Scalar>(
                     let mut worst = 0.0f64;
                     let mut error = None;
                     for _ in 0..checks {
-                        match bench.check(func, v) {
+                        // SAFETY: `loaded` holds the entries of
+                        // codegen::generate(v, T) compiled for this GPU.
+                        match unsafe { bench.check(func, v) } {
                             Ok(e) => worst = worse(worst, e),
                             Err(e) if e.is_context_fatal() => return Err(fatal(Some(v), &e)),
                             Err(e) => {
@@ -1079,7 +1081,9 @@ fn sanitize_value<T: Scalar>(
             if !bench.device_csr().has_layout(v.strategy) {
                 continue; // not applicable to this matrix
             }
-            match bench.check(func, v) {
+            // SAFETY: `loaded` holds the entries of codegen::generate(v, T)
+            // compiled for this GPU.
+            match unsafe { bench.check(func, v) } {
                 Ok(e) => {
                     counts.0 += 1;
                     if e.is_nan() || e > tol {

@@ -16,7 +16,9 @@ pub struct RuntimeKernel<T> {
     _value: PhantomData<T>,
 }
 
-impl<T: Scalar> SpmvKernel for RuntimeKernel<T> {
+// SAFETY: `build` is the only constructor; it compiles the generator's own
+// sources for the variant, value type `T` and epilogues into the spec.
+unsafe impl<T: Scalar> SpmvKernel for RuntimeKernel<T> {
     type Value = T;
     fn spec(&self) -> &'static KernelSpec {
         self.spec
