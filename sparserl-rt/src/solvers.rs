@@ -216,7 +216,7 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
                 found: a.rows(),
             });
         }
-        if !(opts.tol >= 0.0) {
+        if opts.tol.is_nan() || opts.tol < 0.0 {
             return Err(RtError::InvalidArgument(format!(
                 "tol must be >= 0, got {}",
                 opts.tol
