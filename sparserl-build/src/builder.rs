@@ -688,14 +688,23 @@ impl Builder {
                     let matrices: Vec<&sparserl_rt::Csr> =
                         samples.iter().map(|s| &s.matrix).collect();
                     let out = g
-                        .tune(&matrices, decl.value, &proposals, &cfg)
+                        .tune_with(
+                            &matrices,
+                            decl.value,
+                            &proposals,
+                            &cfg,
+                            crate::gpu::measured_epilogue(&decl.epilogues),
+                        )
                         .map_err(|e| BuildError::Compile {
                             kernel: decl.name.clone(),
                             message: e.to_string(),
                         })?;
                     let pct = 100.0 * out.gbs / g.copy_gbs();
+                    let fused = crate::gpu::measured_epilogue(&decl.epilogues)
+                        .map(|e| format!(" (measured with its fused `{e}` epilogue)"))
+                        .unwrap_or_default();
                     self.info(&format!(
-                        "kernel `{}`: {} candidates in {:.1}s, best {:.0} GB/s ({pct:.0}% of copy bandwidth), {}",
+                        "kernel `{}`{fused}: {} candidates in {:.1}s, best {:.0} GB/s ({pct:.0}% of copy bandwidth), {}",
                         decl.name, out.candidates, out.seconds, out.gbs, out.stopped
                     ));
                     measured_gbs = Some(out.gbs);

@@ -5,7 +5,7 @@
 use crate::codegen;
 use crate::search::{MeasureSource, SampleResult, SearchConfig, SearchError, TuneOutcome, search};
 use sparserl_rt::{
-    Bench, Csr, Gpu, MeasureOptions, Measurement, RtError, Scalar, ValueType, Variant,
+    Bench, Csr, Epilogue, Gpu, MeasureOptions, Measurement, RtError, Scalar, ValueType, Variant,
     copy_bandwidth_gbs,
 };
 use std::cell::OnceCell;
@@ -67,13 +67,29 @@ impl GpuTuner {
         proposals: &[Variant],
         cfg: &SearchConfig,
     ) -> Result<TuneOutcome, SearchError> {
+        self.tune_with(matrices, value, proposals, cfg, None)
+    }
+
+    /// [`GpuTuner::tune`] measuring the fused entry of `epilogue` (a kernel
+    /// declared with epilogues is tuned as its solver launches it; strategies
+    /// that cannot fuse are left out).
+    pub fn tune_with(
+        &self,
+        matrices: &[&Csr],
+        value: ValueType,
+        proposals: &[Variant],
+        cfg: &SearchConfig,
+        epilogue: Option<Epilogue>,
+    ) -> Result<TuneOutcome, SearchError> {
         match value {
             ValueType::F32 => {
-                let mut src = GpuSource::<f32>::new(&self.gpu, matrices)?;
+                let mut src =
+                    GpuSource::<f32>::new(&self.gpu, matrices)?.with_epilogue(epilogue)?;
                 search(proposals, &mut src, cfg)
             }
             ValueType::F64 => {
-                let mut src = GpuSource::<f64>::new(&self.gpu, matrices)?;
+                let mut src =
+                    GpuSource::<f64>::new(&self.gpu, matrices)?.with_epilogue(epilogue)?;
                 search(proposals, &mut src, cfg)
             }
         }
@@ -111,13 +127,41 @@ impl GpuTuner {
     }
 }
 
+/// The epilogue a kernel declaring `epilogues` is measured with: the one
+/// doing the most work (`axpby-dot`, else `dot`, else `axpby`).
+pub fn measured_epilogue(epilogues: &[Epilogue]) -> Option<Epilogue> {
+    [Epilogue::AxpbyDot, Epilogue::Dot, Epilogue::Axpby]
+        .into_iter()
+        .find(|e| epilogues.contains(e))
+}
+
 /// Compiles and loads `variant` for `T` on `gpu` (cached per entry by the Gpu).
 pub fn load_variant<T: Scalar>(
     gpu: &Gpu,
     variant: &Variant,
 ) -> Result<cudarc::driver::CudaFunction, String> {
-    let src = codegen::generate(variant, T::TYPE).map_err(|e| e.to_string())?;
-    gpu.function_or_load(&src.entry, || {
+    load_variant_with::<T>(gpu, variant, None)
+}
+
+/// [`load_variant`], the fused entry of `epilogue` when given (an error for
+/// a strategy that cannot fuse).
+pub fn load_variant_with<T: Scalar>(
+    gpu: &Gpu,
+    variant: &Variant,
+    epilogue: Option<Epilogue>,
+) -> Result<cudarc::driver::CudaFunction, String> {
+    let eps: Vec<Epilogue> = epilogue.into_iter().collect();
+    let src = codegen::generate_with(variant, T::TYPE, &eps).map_err(|e| e.to_string())?;
+    let entry = match epilogue {
+        None => src.entry.clone(),
+        Some(e) => src
+            .fused
+            .iter()
+            .find(|(f, _)| *f == e)
+            .map(|(_, n)| n.clone())
+            .ok_or_else(|| format!("{} cannot fuse the {e} epilogue", variant.id()))?,
+    };
+    gpu.function_or_load(&entry, || {
         let opts: Vec<String> = crate::builder::COMPILE_OPTIONS
             .iter()
             .map(|s| s.to_string())
@@ -133,6 +177,8 @@ pub struct GpuSource<T: Scalar> {
     gpu: Gpu,
     benches: Vec<Bench<T>>,
     failed_compiles: HashMap<Variant, String>,
+    /// The fused epilogue measured (plain kernels when `None`).
+    epilogue: Option<Epilogue>,
 }
 
 impl<T: Scalar> GpuSource<T> {
@@ -147,7 +193,23 @@ impl<T: Scalar> GpuSource<T> {
             gpu: gpu.clone(),
             benches,
             failed_compiles: HashMap::new(),
+            epilogue: None,
         })
+    }
+
+    /// Measures the fused entries of `epilogue` (when given) instead of the
+    /// plain ones.
+    pub fn with_epilogue(mut self, epilogue: Option<Epilogue>) -> Result<Self, SearchError> {
+        if let Some(e) = epilogue {
+            self.benches = self
+                .benches
+                .into_iter()
+                .map(|b| b.with_epilogue(e))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| SearchError::Source(e.to_string()))?;
+        }
+        self.epilogue = epilogue;
+        Ok(self)
     }
 
     /// The uploaded benches.
@@ -172,9 +234,11 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
     }
 
     fn applicable(&self, variant: &Variant) -> bool {
-        self.benches
-            .iter()
-            .all(|b| b.device_csr().has_layout(variant.strategy))
+        (self.epilogue.is_none() || variant.strategy.fuses_epilogue())
+            && self
+                .benches
+                .iter()
+                .all(|b| b.device_csr().has_layout(variant.strategy))
     }
 
     fn measure(
@@ -193,7 +257,7 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
         if let Some(msg) = self.failed_compiles.get(variant) {
             return Ok((vec![failed(msg.clone())], 0.0));
         }
-        let func = match load_variant::<T>(&self.gpu, variant) {
+        let func = match load_variant_with::<T>(&self.gpu, variant, self.epilogue) {
             Ok(f) => f,
             Err(msg) => {
                 self.failed_compiles.insert(*variant, msg.clone());
@@ -208,9 +272,10 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
         };
         let mut out = Vec::with_capacity(self.benches.len());
         for b in &self.benches {
-            // SAFETY: `func` is the entry of codegen::generate(variant, T),
-            // compiled and loaded by load_variant for this GPU: a kernel of
-            // the SpMV ABI for T and `variant`.
+            // SAFETY: `func` is the entry of codegen::generate_with(variant, T,
+            // [epilogue]) for this source's epilogue (plain when none), the
+            // one the benches were set up for, compiled and loaded by
+            // load_variant_with for this GPU.
             let m = unsafe { b.measure(&func, variant, &opts) }
                 .map_err(|e| SearchError::Source(e.to_string()))?;
             let wrong = !m.correct;

@@ -123,6 +123,19 @@ pub enum RtError {
         /// The epilogue's descriptor name.
         epilogue: &'static str,
     },
+    /// A fused epilogue's scalar disagrees with the float64 reference.
+    #[error(
+        "the fused dot product is off by {rel_err:.2e} (relative): got {got:e}, float64 \
+         reference {want:e}"
+    )]
+    FusedScalar {
+        /// Error relative to the sum of the terms' magnitudes.
+        rel_err: f64,
+        /// What the kernel computed.
+        got: f64,
+        /// The float64 dot of the vector it wrote.
+        want: f64,
+    },
     /// A solver or vector operation got an argument outside its domain.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

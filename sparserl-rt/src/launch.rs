@@ -251,6 +251,11 @@ pub unsafe fn launch_variant<T: Scalar>(
 }
 
 /// [`launch_variant`] with the epilogue operands of a fused entry.
+///
+/// Crate-internal and safe to call only with a `func` resolved from a
+/// generated [`KernelSpec`] for `variant` (and the epilogue of `ep`), or one
+/// an `unsafe` caller vouched for ([`crate::Bench::check`]); `x` and `y` must
+/// be buffers of `gpu`'s stream.
 pub(crate) fn launch_variant_ep<T: Scalar>(
     gpu: &Gpu,
     func: &CudaFunction,

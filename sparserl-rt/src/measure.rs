@@ -6,8 +6,9 @@
 
 use crate::csr::Csr;
 use crate::device::{DeviceCsr, Gpu, Scalar};
+use crate::epilogue::Epilogue;
 use crate::error::RtError;
-use crate::launch::launch_variant;
+use crate::launch::{EpArgs, launch_variant_ep};
 use crate::variant::{ValueType, Variant};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaSlice, sys};
 use rand::{Rng, SeedableRng};
@@ -231,6 +232,19 @@ struct BenchState<T: Scalar> {
     /// large matrices do not pay a CPU reference SpMV per check.
     checks: Vec<(Vec<T>, Vec<f64>)>,
     next_check: usize,
+    /// The fused epilogue measured, with its operands.
+    ep: Option<BenchEpilogue<T>>,
+}
+
+/// Operands of a fused launch in a [`Bench`]: `{alpha, beta, gamma,
+/// gamma_dot} = {1, 0, 0, 0}` (so `y = A x` stays checkable), seeded random
+/// weights `w` (rows entries) and a device scalar's buffer.
+struct BenchEpilogue<T: Scalar> {
+    epilogue: Epilogue,
+    coefs: CudaSlice<f64>,
+    w: CudaSlice<T>,
+    w_host: Vec<f64>,
+    dot: CudaSlice<f64>,
 }
 
 /// Distinct random inputs (with precomputed references) a [`Bench`] cycles through.
@@ -289,8 +303,34 @@ impl<T: Scalar> Bench<T> {
                 next: 0,
                 checks: Vec::new(),
                 next_check: 0,
+                ep: None,
             }),
         })
+    }
+
+    /// Measures the fused entries of `epilogue` from now on: checks compare
+    /// the fused dot with the float64 dot of the `y` the kernel wrote, and
+    /// every timed launch carries the epilogue's operands (the dot is left
+    /// in the accumulators, as in a solver before its update publishes it).
+    pub fn with_epilogue(self, epilogue: Epilogue) -> Result<Self, RtError> {
+        let stream = self.gpu.stream().clone();
+        {
+            let mut st = self.lock();
+            let w: Vec<T> = random_x(&mut st.rng, self.csr.rows());
+            st.ep = Some(BenchEpilogue {
+                epilogue,
+                coefs: stream.clone_htod(&[1.0, 0.0, 0.0, 0.0])?,
+                w_host: w.iter().map(|v| v.to_f64()).collect(),
+                w: stream.clone_htod(&w)?,
+                dot: stream.alloc_zeros::<f64>(crate::scalar::SCALAR_LEN)?,
+            });
+        }
+        Ok(self)
+    }
+
+    /// The epilogue this bench measures, if any.
+    pub fn epilogue(&self) -> Option<Epilogue> {
+        self.lock().ep.as_ref().map(|e| e.epilogue)
     }
 
     /// The host matrix.
@@ -315,11 +355,15 @@ impl<T: Scalar> Bench<T> {
     /// Runs `func` once on the next of [`CHECK_INPUTS`] seeded random inputs
     /// `x` (different from the previous check's) with `y` poisoned with NaN and
     /// returns the relative error against [`Csr::spmv_f64`] of `x` rounded
-    /// to `T` (see [`rel_err`]; compare with [`tolerance`]).
+    /// to `T` (see [`rel_err`]; compare with [`tolerance`]). With an
+    /// epilogue ([`Bench::with_epilogue`]) a fused dot more than 1e-9 off
+    /// the float64 dot of the `y` it wrote (relative to the sum of the
+    /// terms' magnitudes) is an [`RtError::FusedScalar`].
     ///
     /// # Safety
     /// `func` must be a kernel of the SpMV ABI for `T` generated for
-    /// `variant` (see [`launch_variant`]).
+    /// `variant` (see [`launch_variant`](crate::launch_variant)), the fused
+    /// entry of this bench's epilogue when it has one.
     pub unsafe fn check(&self, func: &CudaFunction, variant: &Variant) -> Result<f64, RtError> {
         let mut st = self.lock();
         let st = &mut *st;
@@ -337,12 +381,43 @@ impl<T: Scalar> Bench<T> {
         let poison = vec![T::from_f64(f64::NAN); self.csr.rows()];
         stream.memcpy_htod(&x, &mut st.xs[0])?;
         stream.memcpy_htod(&poison, &mut st.ys[0])?;
-        // SAFETY: the caller vouches for `func`; xs / ys were allocated on
-        // this Bench's Gpu stream and hold cols / rows elements.
-        unsafe { launch_variant(&self.gpu, func, variant, &self.a, &st.xs[0], &mut st.ys[0]) }?;
+        if let Some(ep) = &mut st.ep {
+            stream.memset_zeros(&mut ep.dot)?;
+        }
+        let ep = st.ep.as_ref().map(|e| EpArgs {
+            coef: &e.coefs,
+            w: &e.w,
+            dot: &e.dot,
+        });
+        launch_variant_ep(
+            &self.gpu,
+            func,
+            variant,
+            &self.a,
+            &st.xs[0],
+            &mut st.ys[0],
+            ep,
+        )?;
         let y = stream.clone_dtoh(&st.ys[0])?;
         let y64: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
-        Ok(rel_err(&y64, &reference))
+        let err = rel_err(&y64, &reference);
+        if let Some(e) = st.ep.as_ref().filter(|e| e.epilogue.has_dot()) {
+            let buf = stream.clone_dtoh(&e.dot)?;
+            let got: f64 = (0..crate::scalar::SLOTS)
+                .map(|k| buf[crate::scalar::SLOT_STRIDE * (k + 1)])
+                .sum();
+            let want: f64 = y64.iter().zip(&e.w_host).map(|(a, b)| a * b).sum();
+            let scale: f64 = y64.iter().zip(&e.w_host).map(|(a, b)| (a * b).abs()).sum();
+            let dot_err = (got - want).abs() / scale.max(f64::MIN_POSITIVE);
+            if !(dot_err <= 1e-9) {
+                return Err(RtError::FusedScalar {
+                    rel_err: dot_err,
+                    got,
+                    want,
+                });
+            }
+        }
+        Ok(err)
     }
 
     /// Checks `func`, then times it with [`time_launches`]: `opts.warmup`
@@ -433,9 +508,22 @@ impl<T: Scalar> Bench<T> {
     ) -> Result<(), RtError> {
         let i = st.next % st.xs.len();
         st.next = st.next.wrapping_add(1);
-        // SAFETY: only reached from the unsafe timing entry points, whose
-        // callers vouch for `func`; the buffers are this Bench's own.
-        unsafe { launch_variant(&self.gpu, func, variant, &self.a, &st.xs[i], &mut st.ys[i]) }
+        // Only reached from the unsafe timing entry points, whose callers
+        // vouch for `func`; the buffers are this Bench's own.
+        let ep = st.ep.as_ref().map(|e| EpArgs {
+            coef: &e.coefs,
+            w: &e.w,
+            dot: &e.dot,
+        });
+        launch_variant_ep(
+            &self.gpu,
+            func,
+            variant,
+            &self.a,
+            &st.xs[i],
+            &mut st.ys[i],
+            ep,
+        )
     }
 
     /// Warm-up plus per-launch event timing; microseconds per launch.

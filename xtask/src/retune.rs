@@ -128,9 +128,18 @@ pub fn run(args: Args) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        if let Some(e) = sparserl_build::gpu::measured_epilogue(&decl.epilogues) {
+            println!("  measured with its fused `{e}` epilogue (what its solver launches)");
+        }
         let t0 = Instant::now();
         let out = tuner
-            .tune(&mats, decl.value, &proposals, &cfg)
+            .tune_with(
+                &mats,
+                decl.value,
+                &proposals,
+                &cfg,
+                sparserl_build::gpu::measured_epilogue(&decl.epilogues),
+            )
             .map_err(|e| anyhow!("search for `{}` failed: {e}", decl.name))?;
         let wall = t0.elapsed().as_secs_f64();
         let pct = 100.0 * out.gbs / copy;

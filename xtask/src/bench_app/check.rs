@@ -27,6 +27,11 @@ pub struct FusedCheck {
     pub max_err_dot: f64,
     /// Whether the graph-replay check passed.
     pub graph_replay: bool,
+    /// API misuse tried on the device, each refused with the expected error
+    /// (operands of another Gpu, host reads and nested captures inside a
+    /// capture, an undeclared epilogue): (what, refused).
+    #[serde(default)]
+    pub misuse: Vec<(String, bool)>,
 }
 
 /// The check matrices: a 2-D stencil (diagonal, narrow), a power-law graph
@@ -172,6 +177,80 @@ fn graph_replay(gpu: &Gpu) -> Result<bool> {
     Ok(ok_y && rel(d.get(gpu)?, want) <= 1e-12)
 }
 
+/// Misuse of the safe API on a real device: each must be refused with the
+/// error that names it, and the stream must stay usable afterwards.
+fn misuse(gpu: &Gpu) -> Result<Vec<(String, bool)>> {
+    use sparserl_rt::RtError;
+    let other = Gpu::new(0)?; // same device, another stream
+    let a = synth::stencil(&[16, 16], 5)?;
+    let k = kernel::build::<f64>("misuse", &Variant::FALLBACK, &[], &gpu.arch())?;
+    let da = k.upload(gpu, &a)?;
+    let da_other = k.upload(&other, &a)?;
+    let x = DeviceVec::from_host(gpu, &vec![1.0f64; a.cols()])?;
+    let x_other = DeviceVec::from_host(&other, &vec![1.0f64; a.cols()])?;
+    let mut y = DeviceVec::<f64>::zeros(gpu, a.rows())?;
+    let d = DeviceScalar::new(gpu)?;
+    let d_other = DeviceScalar::new(&other)?;
+    let foreign = |r: Result<(), RtError>| matches!(r, Err(RtError::ForeignOperand { .. }));
+    let capturing = |r: Result<(), RtError>| matches!(r, Err(RtError::Capturing { .. }));
+    let mut out = vec![
+        (
+            "spmv with a matrix of another Gpu".to_string(),
+            foreign(k.spmv(gpu, &da_other, &x, &mut y)),
+        ),
+        (
+            "spmv with x of another Gpu".to_string(),
+            foreign(k.spmv(gpu, &da, &x_other, &mut y)),
+        ),
+        (
+            "dot of vectors of two Gpus".to_string(),
+            foreign(ops::dot(gpu, &x, &x_other, &d)),
+        ),
+        (
+            "dot into a scalar of another Gpu".to_string(),
+            foreign(ops::dot(gpu, &x, &x, &d_other)),
+        ),
+        (
+            "download inside a capture".to_string(),
+            capturing(gpu.capture(|| y.to_host(gpu).map(|_| ())).map(|_| ())),
+        ),
+        (
+            "synchronize inside a capture".to_string(),
+            capturing(gpu.capture(|| gpu.synchronize()).map(|_| ())),
+        ),
+        (
+            "capture inside a capture".to_string(),
+            capturing(
+                gpu.capture(|| gpu.capture(|| Ok(())).map(|_| ()))
+                    .map(|_| ()),
+            ),
+        ),
+        (
+            "allocation inside a capture".to_string(),
+            capturing(
+                gpu.capture(|| DeviceVec::<f64>::zeros(gpu, 8).map(|_| ()))
+                    .map(|_| ()),
+            ),
+        ),
+        (
+            "undeclared epilogue".to_string(),
+            matches!(
+                k.spmv_dot(gpu, &da, &x, &mut y, &d),
+                Err(RtError::EpilogueNotGenerated { .. })
+            ),
+        ),
+    ];
+    // The stream still works after every refusal.
+    k.spmv(gpu, &da, &x, &mut y)?;
+    let want = a.spmv_f64(&vec![1.0; a.cols()]);
+    let got = y.to_host(gpu)?;
+    out.push((
+        "stream usable afterwards".to_string(),
+        sparserl_rt::measure::rel_err(&got, &want) <= 1e-12,
+    ));
+    Ok(out)
+}
+
 /// Arguments of `fused-check` (what gpu-check and the sanitizer runs call).
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -197,7 +276,10 @@ pub fn command(args: Args) -> Result<()> {
         "fused-check: {}/{} passed, graph replay {}",
         r.passed, r.checked, r.graph_replay
     );
-    if r.passed != r.checked || !r.graph_replay {
+    for (what, ok) in &r.misuse {
+        println!("fused-check: misuse refused: {what}: {ok}");
+    }
+    if r.passed != r.checked || !r.graph_replay || r.misuse.iter().any(|m| !m.1) {
         bail!("fused-check failed: {:?}", r.failures);
     }
     println!("fused-check: done");
@@ -209,6 +291,7 @@ pub fn command(args: Args) -> Result<()> {
 pub fn run(gpu: &Gpu, small: bool) -> Result<FusedCheck> {
     let mut out = FusedCheck {
         graph_replay: graph_replay(gpu)?,
+        misuse: misuse(gpu)?,
         ..FusedCheck::default()
     };
     eprintln!("fused check: graph replay {}", out.graph_replay);

@@ -131,6 +131,7 @@ fn tune(
     a: &Csr,
     value: sparserl_rt::ValueType,
     budget: f64,
+    epilogue: Epilogue,
 ) -> Result<sparserl_rt::Variant> {
     let policy = sparserl_policies::default_policy();
     let proposals: Vec<_> = policy
@@ -143,7 +144,7 @@ fn tune(
         ..SearchConfig::default()
     };
     let out = tuner
-        .tune(&[a], value, &proposals, &cfg)
+        .tune_with(&[a], value, &proposals, &cfg, Some(epilogue))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     eprintln!("  tuned: {} ({:.0} GB/s)", out.winner.id(), out.gbs);
     Ok(out.winner)
@@ -202,7 +203,7 @@ fn cg_case<T: Scalar>(
         a.nnz(),
         T::TYPE
     );
-    let variant = tune(tuner, a, T::TYPE, args.budget)?;
+    let variant = tune(tuner, a, T::TYPE, args.budget, Epilogue::Dot)?;
     let k = kernel::build::<T>(name, &variant, &[Epilogue::Dot], &gpu.arch())?;
     let da = k.upload_lean(gpu, a)?;
     let n = a.rows();
@@ -328,7 +329,13 @@ fn pr_case(
     copy_gbs: f64,
 ) -> Result<PrCase> {
     eprintln!("PageRank {name}: {} pages, {} links", m.rows(), m.nnz());
-    let variant = tune(tuner, m, sparserl_rt::ValueType::F32, args.budget)?;
+    let variant = tune(
+        tuner,
+        m,
+        sparserl_rt::ValueType::F32,
+        args.budget,
+        Epilogue::AxpbyDot,
+    )?;
     let k = kernel::build::<f32>(name, &variant, &[Epilogue::AxpbyDot], &gpu.arch())?;
     let dm = k.upload_lean(gpu, m)?;
     let n = m.rows();
@@ -457,6 +464,15 @@ fn markdown(r: &Report) -> String {
         );
     }
     if let Some(f) = &r.fused_check {
+        let refused = f.misuse.iter().filter(|m| m.1).count();
+        s += &format!(
+            "\nAPI misuse on the device refused with the expected error: {refused} / {}{}.\n",
+            f.misuse.len(),
+            f.misuse
+                .iter()
+                .map(|(w, ok)| format!("{}{w}", if *ok { "; " } else { "; NOT REFUSED: " }))
+                .collect::<String>()
+        );
         s += &format!(
             "\n## Fused epilogue check\n\n{} / {} (variant, epilogue, matrix, value) combinations within tolerance of the float64 reference \
              (max relative error y {:.1e}, fused dot {:.1e}); CUDA-graph replay check: {}.\n",
