@@ -471,16 +471,44 @@ impl Builder {
                 None
             }
         };
-        // Targets: the build GPU's architecture, else the descriptor's list,
-        // else sm_80 + sm_90; lowest first (its PTX is the portable one).
-        let mut archs: Vec<String> = match &gpu {
-            Some(g) => vec![g.arch()],
-            None => desc.arch.clone().unwrap_or_else(|| {
-                crate::descriptor::DEFAULT_ARCH
-                    .iter()
-                    .map(|a| a.to_string())
-                    .collect()
-            }),
+        // Targets: the descriptor's list plus the build GPU's architecture;
+        // without a list, the build GPU's alone, else sm_80 + sm_90; lowest
+        // first (its PTX is the portable one).
+        let mut archs: Vec<String> = match (&desc.arch, &gpu) {
+            (Some(list), Some(g)) => list.iter().cloned().chain([g.arch()]).collect(),
+            (Some(list), None) => list.clone(),
+            (None, Some(g)) => vec![g.arch()],
+            (None, None) => crate::descriptor::DEFAULT_ARCH
+                .iter()
+                .map(|a| a.to_string())
+                .collect(),
+        };
+        // Measuring: one build on this machine at a time (Cargo runs build
+        // scripts in parallel; two searches on one GPU would skew each other).
+        let _gpu_lock = if gpu.is_some()
+            && mode == Mode::Full
+            && desc.kernels.iter().enumerate().any(|(i, k)| {
+                let fp = descriptor_fingerprint(&desc, i).unwrap_or_default();
+                !lock
+                    .as_ref()
+                    .is_some_and(|l| l.fresh(&k.name, &fp, &generator_fingerprint()).is_some())
+            }) {
+            match crate::gpu_lock::take(|path| {
+                self.info(&format!(
+                    "waiting for another build that is measuring on this machine's GPU (lock {})",
+                    path.display()
+                ))
+            }) {
+                crate::gpu_lock::Taken::Held { file, .. } => Some(file),
+                crate::gpu_lock::Taken::Unavailable(why) => {
+                    self.warn(&format!(
+                        "measuring without the machine-wide GPU lock: {why}"
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
         };
         archs.sort_by_key(|a| sparserl_rt::arch_number(a).unwrap_or(u32::MAX));
         archs.dedup();

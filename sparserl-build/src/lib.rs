@@ -47,6 +47,7 @@
 //! | `SPARSERL_CACHE_DIR` | persistent cache directory (default `<target>/sparserl-cache`) |
 //! | `SPARSERL_CACHE` | `off` disables the persistent cache |
 //! | `SPARSERL_CUDA_ROOT`, `CUDA_PATH`, `CUDA_HOME` | where to find NVRTC |
+//! | `SPARSERL_GPU_LOCK` | the machine-wide lock file held while measuring (default in the temporary directory) |
 
 #![warn(missing_docs)]
 
@@ -56,6 +57,7 @@ pub mod codegen;
 pub mod descriptor;
 pub mod emit;
 pub mod gpu;
+pub mod gpu_lock;
 pub mod lock;
 pub mod search;
 
