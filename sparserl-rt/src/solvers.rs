@@ -11,6 +11,11 @@
 //! (`y = d M x + c`, `c` from the dangling mass of `x`, and the next
 //! dangling mass `w . y`): one kernel per iteration.
 //!
+//! The reported time covers the iterations only; the first launch of a
+//! kernel in a process may include the driver's one-time module loading (a
+//! JIT of embedded PTX where no image for the device is cached), so time a
+//! second solve when the per-iteration cost is what matters.
+//!
 //! The kernel must declare the epilogue it needs: `epilogues = ["dot"]` for
 //! CG, `epilogues = ["axpby-dot"]` for PageRank
 //! ([`RtError::EpilogueNotGenerated`] otherwise).
