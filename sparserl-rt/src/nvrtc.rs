@@ -32,9 +32,11 @@ pub enum NvrtcError {
     /// No usable NVRTC library was found.
     #[error(
         "NVRTC (libnvrtc.so) was not found. Searched:\n  {}\nTo fix: install the CUDA toolkit \
-         (or point SPARSERL_CUDA_ROOT / CUDA_PATH / CUDA_HOME at it), or run \
-         `cargo xtask provision` to fetch NVRTC and ptxas into .tools/cuda \
-         (SPARSERL_TOOLS_DIR overrides that location).",
+         (or point SPARSERL_CUDA_ROOT / CUDA_PATH / CUDA_HOME at it), or, without a toolkit, \
+         `python3 -m pip install --target .tools/cuda nvidia-cuda-nvrtc==13.0.88 \
+         nvidia-cuda-nvcc==13.0.88` next to your Cargo.toml and set \
+         SPARSERL_TOOLS_DIR=$PWD/.tools (in the SparseRL repository `cargo xtask provision` \
+         does this).",
         searched.join("\n  ")
     )]
     NotFound {
@@ -558,7 +560,9 @@ ptxas info    : Used 10 registers, 380 bytes cmem[0]
         };
         let s = e.to_string();
         assert!(s.contains("/nowhere") && s.contains("SPARSERL_CUDA_ROOT"));
-        assert!(s.contains("cargo xtask provision"));
+        // A fix that works in any crate, not only in this repository.
+        assert!(s.contains("pip install --target .tools/cuda nvidia-cuda-nvrtc==13.0.88"));
+        assert!(s.contains("SPARSERL_TOOLS_DIR"));
     }
 
     #[test]

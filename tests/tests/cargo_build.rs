@@ -97,6 +97,14 @@ name = "ring"
 op = "spmv"
 value = "f64"
 pattern = { kind = "banded", rows = 2000, bandwidth = 2, avg-degree = 3 }
+
+# Declared, never used by the crate: the generated code must not warn.
+[[package.metadata.sparserl.kernel]]
+name = "spare"
+op = "spmv"
+value = "f32"
+pattern = { kind = "uniform", rows = 500, cols = 500, avg-degree = 4 }
+epilogues = ["dot"]
 "#,
     );
     let out = cargo(&dir, &["run"]);
@@ -112,6 +120,12 @@ pattern = { kind = "banded", rows = 2000, bandwidth = 2, avg-degree = 3 }
     );
     assert!(stdout.contains("ring f64 "), "{stdout}");
     assert!(stdout.contains("type ring"), "{stdout}");
+    assert!(stdout.contains("spare f32 "), "{stdout}");
+    // The unused kernel raises no dead-code warning in the user's build.
+    assert!(
+        !stderr.contains("never constructed") && !stderr.contains("never used"),
+        "{stderr}"
+    );
 
     // Second build with nothing changed: cargo does not rerun the build script.
     let again = cargo(&dir, &["build", "-v"]);

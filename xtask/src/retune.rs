@@ -1,7 +1,7 @@
 //! `cargo xtask retune` and `cargo xtask collect`: measured work on the GPU at hand.
 
 use crate::common::{geomean, load_real_matrices, today};
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 use sparserl_build::builder::descriptor_fingerprint;
 use sparserl_build::codegen::generator_fingerprint;
@@ -28,6 +28,40 @@ pub struct Args {
     /// Skip the exhaustive sweep of the core space used to judge the search.
     #[arg(long)]
     pub no_exhaustive: bool,
+    /// Measure nothing: exit non-zero when a declared kernel has no lock
+    /// entry or a stale one (descriptor, samples or generator changed). For CI.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// `retune --check`: every declared kernel must have a fresh lock entry.
+fn check(dir: &std::path::Path) -> Result<()> {
+    let desc = read_descriptor(&dir.join("Cargo.toml"))?;
+    let lock = LockFile::read(dir)?;
+    let generator = sparserl_build::codegen::generator_fingerprint();
+    let mut bad = Vec::new();
+    for (i, decl) in desc.kernels.iter().enumerate() {
+        let fp = sparserl_build::builder::descriptor_fingerprint(&desc, i)?;
+        let state = match &lock {
+            None => "missing (no lock file)",
+            Some(l) if l.fresh(&decl.name, &fp, &generator).is_some() => "fresh",
+            Some(l) if l.kernel.iter().any(|e| e.name == decl.name) => {
+                "stale (descriptor, samples or generator changed)"
+            }
+            Some(_) => "missing",
+        };
+        println!("retune --check: `{}`: {state}", decl.name);
+        if state != "fresh" {
+            bad.push(decl.name.clone());
+        }
+    }
+    if !bad.is_empty() {
+        bail!(
+            "lock entries to refresh with `cargo xtask retune` on a GPU machine: {}",
+            bad.join(", ")
+        );
+    }
+    Ok(())
 }
 
 #[derive(Serialize)]
@@ -89,6 +123,9 @@ fn remeasure(
 pub fn run(args: Args) -> Result<()> {
     let root = crate::common::workspace_root();
     let dir = root.join(&args.manifest_dir);
+    if args.check {
+        return check(&dir);
+    }
     let desc = read_descriptor(&dir.join("Cargo.toml"))?;
     let tuner = GpuTuner::probe().map_err(|e| anyhow!("no GPU: {e}"))?;
     let copy = tuner.copy_gbs();
@@ -536,4 +573,37 @@ pub fn collect(args: CollectArgs) -> Result<()> {
         t0.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy of example-app's declarations and lock file in a temp dir.
+    fn copy_example(dir: &std::path::Path) {
+        let src = crate::common::workspace_root().join("example-app");
+        std::fs::create_dir_all(dir.join("matrices")).unwrap();
+        for f in ["Cargo.toml", "SparseRL.lock", "matrices/1138_bus.mtx"] {
+            std::fs::copy(src.join(f), dir.join(f)).unwrap();
+        }
+    }
+
+    #[test]
+    fn check_passes_on_the_committed_lock_and_fails_when_stale_or_missing() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_example(tmp.path());
+        check(tmp.path()).expect("example-app's committed lock file is fresh");
+        // Another grid: the poisson3d entry no longer describes the kernel.
+        let manifest = tmp.path().join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        std::fs::write(&manifest, text.replace("[128, 128, 128]", "[64, 64, 64]")).unwrap();
+        let err = check(tmp.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("poisson3d") && !err.contains("pagerank"),
+            "{err}"
+        );
+        std::fs::remove_file(tmp.path().join(sparserl_build::LOCK_FILE)).unwrap();
+        let err = check(tmp.path()).unwrap_err().to_string();
+        assert!(err.contains("poisson3d, pagerank, power_bus"), "{err}");
+    }
 }
