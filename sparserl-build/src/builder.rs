@@ -489,9 +489,8 @@ impl Builder {
             && mode == Mode::Full
             && desc.kernels.iter().enumerate().any(|(i, k)| {
                 let fp = descriptor_fingerprint(&desc, i).unwrap_or_default();
-                !lock
-                    .as_ref()
-                    .is_some_and(|l| l.fresh(&k.name, &fp, &generator_fingerprint()).is_some())
+                lock.as_ref()
+                    .is_none_or(|l| l.fresh(&k.name, &fp, &generator_fingerprint()).is_none())
             }) {
             match crate::gpu_lock::take(|path| {
                 self.info(&format!(

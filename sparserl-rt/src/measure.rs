@@ -409,7 +409,7 @@ impl<T: Scalar> Bench<T> {
             let want: f64 = y64.iter().zip(&e.w_host).map(|(a, b)| a * b).sum();
             let scale: f64 = y64.iter().zip(&e.w_host).map(|(a, b)| (a * b).abs()).sum();
             let dot_err = (got - want).abs() / scale.max(f64::MIN_POSITIVE);
-            if !(dot_err <= 1e-9) {
+            if dot_err.is_nan() || dot_err > 1e-9 {
                 return Err(RtError::FusedScalar {
                     rel_err: dot_err,
                     got,
