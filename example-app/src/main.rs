@@ -23,16 +23,31 @@ mod kernels {
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn describe(spec: &KernelSpec) {
+    let images: Vec<String> = spec
+        .ptx_by_arch
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {}",
+                a.arch,
+                if a.cubin.is_some() {
+                    "PTX + cubin"
+                } else {
+                    "PTX"
+                }
+            )
+        })
+        .collect();
     println!(
-        "kernel {:<10} {}  variant {:<34} chosen by {:?}, PTX {}",
+        "kernel {:<10} {}  variant {:<34} chosen by {:?}, embedded: {}",
         spec.name,
         spec.value,
         spec.variant.id(),
         spec.provenance,
-        if spec.ptx.is_some() {
-            "embedded"
+        if images.is_empty() {
+            "source only (compiled at first use)".to_string()
         } else {
-            "compiled at first use"
+            images.join(", ")
         }
     );
 }
@@ -260,6 +275,15 @@ fn main() -> ExitCode {
         }
     };
     println!("\nGPU: {} ({})", gpu.name(), gpu.arch());
+    for spec in kernels::ALL_KERNELS {
+        println!(
+            "kernel {:<10} loads the {}",
+            spec.name,
+            spec.images_for(gpu.compute_capability())
+                .map(|(image, _)| image.describe())
+                .unwrap_or_else(|| "source (compiled with NVRTC at first use)".to_string())
+        );
+    }
     let mut failed = false;
     for (name, f) in [
         ("CG", cg as fn(&Gpu) -> Result<()>),

@@ -159,6 +159,10 @@ pub struct Entry {
     /// `(arch, PTX, fallback PTX)` for every target architecture, lowest first.
     #[serde(default)]
     pub ptx_by_arch: Vec<(String, String, String)>,
+    /// `(arch, cubin, fallback cubin)` for the target architectures `ptxas`
+    /// assembled (every one when it was found at build time).
+    #[serde(default)]
+    pub cubin_by_arch: Vec<(String, Vec<u8>, Vec<u8>)>,
     /// Fused epilogues: (epilogue, entry in the chosen PTX when the variant
     /// fuses, entry in the fallback PTX).
     #[serde(default)]
@@ -551,7 +555,7 @@ impl Builder {
                 .text("generator", &generator)
                 .text("policy", &policy_version)
                 .text("choice", &source_label)
-                .text("entry-format", "2")
+                .text("entry-format", "3")
                 .text("arch", &archs.join(","))
                 .text(
                     "nvrtc",
@@ -559,7 +563,15 @@ impl Builder {
                         .map(|t| format!("{}.{}", t.nvrtc_version.0, t.nvrtc_version.1))
                         .unwrap_or_else(|| "none".into()),
                 )
-                .text("options", &COMPILE_OPTIONS.join(" "));
+                .text("options", &COMPILE_OPTIONS.join(" "))
+                .text(
+                    "cubins",
+                    if sparserl_rt::nvrtc::ptxas_available() {
+                        "ptxas"
+                    } else {
+                        "none"
+                    },
+                );
             let key = key.finish();
             let (entry, status) = match cache.get::<Entry>(&key) {
                 Lookup::Hit(e) => (e, CacheStatus::Hit),
@@ -614,6 +626,20 @@ impl Builder {
                     &kernel_dir.join(format!("{}.fallback.{arch}.ptx", decl.name)),
                     f,
                 )?;
+            }
+            for (arch, c, f) in &entry.cubin_by_arch {
+                for (path, bytes) in [
+                    (kernel_dir.join(format!("{}.{arch}.cubin", decl.name)), c),
+                    (
+                        kernel_dir.join(format!("{}.fallback.{arch}.cubin", decl.name)),
+                        f,
+                    ),
+                ] {
+                    write_atomic(&path, bytes).map_err(|source| BuildError::Io {
+                        path: path.clone(),
+                        source,
+                    })?;
+                }
             }
             write(
                 &kernel_dir.join(format!("{}.trials.json", decl.name)),
@@ -810,6 +836,21 @@ impl Builder {
                 ));
             }
         }
+        // Cubins (SASS) for every target, so a device of a listed
+        // architecture loads the kernel without compiling; PTX stays for
+        // newer devices.
+        let mut cubin_by_arch = Vec::new();
+        if compile && sparserl_rt::nvrtc::ptxas_available() {
+            let cubin = |ptx: &str, arch: &str| {
+                sparserl_rt::nvrtc::assemble_cubin(ptx, arch).map_err(|e| BuildError::Compile {
+                    kernel: decl.name.clone(),
+                    message: e.to_string(),
+                })
+            };
+            for (arch, p, f) in &ptx_by_arch {
+                cubin_by_arch.push((arch.clone(), cubin(p, arch)?, cubin(f, arch)?));
+            }
+        }
         let lowest = ptx_by_arch.first().cloned();
         Ok(Entry {
             name: decl.name.clone(),
@@ -823,6 +864,7 @@ impl Builder {
             ptx: lowest.as_ref().map(|l| l.1.clone()),
             fallback_ptx: lowest.as_ref().map(|l| l.2.clone()),
             ptx_by_arch,
+            cubin_by_arch,
             entry: chosen.entry,
             source: chosen.source,
             fallback_entry: fallback.entry,

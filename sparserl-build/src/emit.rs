@@ -66,12 +66,28 @@ fn f64_lit(x: f64) -> String {
     }
 }
 
-fn arch_list(name: &str, archs: &[(String, String, String)]) -> String {
+fn arch_list(
+    name: &str,
+    archs: &[(String, String, String)],
+    cubins: &[(String, Vec<u8>, Vec<u8>)],
+) -> String {
+    let bytes = |file: String| {
+        format!("Some(include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{KERNEL_DIR}/{file}\")))")
+    };
     archs
         .iter()
         .map(|(arch, _, _)| {
+            let has_cubin = cubins.iter().any(|(a, _, _)| a == arch);
+            let (cubin, fallback_cubin) = if has_cubin {
+                (
+                    bytes(format!("{name}.{arch}.cubin")),
+                    bytes(format!("{name}.fallback.{arch}.cubin")),
+                )
+            } else {
+                ("None".to_string(), "None".to_string())
+            };
             format!(
-                "::sparserl_rt::ArchPtx {{ arch: {arch:?}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{KERNEL_DIR}/{name}.{arch}.ptx\")), fallback_ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{KERNEL_DIR}/{name}.fallback.{arch}.ptx\")) }}"
+                "::sparserl_rt::ArchPtx {{ arch: {arch:?}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{KERNEL_DIR}/{name}.{arch}.ptx\")), fallback_ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{KERNEL_DIR}/{name}.fallback.{arch}.ptx\")), cubin: {cubin}, fallback_cubin: {fallback_cubin} }}"
             )
         })
         .collect::<Vec<_>>()
@@ -147,7 +163,7 @@ pub fn render(entries: &[(String, Entry)]) -> String {
             m = f64_lit(e.tuned_for[0]),
             cv = f64_lit(e.tuned_for[1]),
             mm = f64_lit(e.tuned_for[2]),
-            archs = arch_list(&e.name, &e.ptx_by_arch),
+            archs = arch_list(&e.name, &e.ptx_by_arch, &e.cubin_by_arch),
             fused = fused_list(&e.fused),
         );
     }

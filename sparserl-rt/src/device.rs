@@ -197,24 +197,35 @@ impl Gpu {
     where
         F: FnOnce() -> Result<String, RtError>,
     {
+        self.function_or_load_module(entry, || {
+            let ptx = make_ptx()?;
+            if ptx.contains('\0') {
+                return Err(RtError::Compile(format!(
+                    "PTX for `{entry}` contains a NUL byte"
+                )));
+            }
+            Ok(Ptx::from_src(ptx))
+        })
+    }
+
+    /// [`Gpu::function_or_load`] for any module image (PTX text or a cubin).
+    pub fn function_or_load_module<F>(&self, entry: &str, make: F) -> Result<CudaFunction, RtError>
+    where
+        F: FnOnce() -> Result<Ptx, RtError>,
+    {
         let mut map = self.functions.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = map.get(entry) {
             return Ok(f.clone());
         }
-        let ptx = make_ptx()?;
-        if ptx.contains('\0') {
-            return Err(RtError::Compile(format!(
-                "PTX for `{entry}` contains a NUL byte"
-            )));
-        }
+        let image = make()?;
         let load_err = |e: DriverError| -> RtError {
             if is_sticky(&e) {
                 e.into()
             } else {
-                RtError::Compile(format!("loading the PTX of entry `{entry}` failed: {e}"))
+                RtError::Compile(format!("loading the module of entry `{entry}` failed: {e}"))
             }
         };
-        let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(load_err)?;
+        let module = self.ctx.load_module(image).map_err(load_err)?;
         let f = module.load_function(entry).map_err(load_err)?;
         map.insert(entry.to_string(), f.clone());
         Ok(f)

@@ -123,6 +123,19 @@ pub enum RtError {
         /// The epilogue's descriptor name.
         epilogue: &'static str,
     },
+    /// Every image embedded for a kernel targets a newer GPU than this one.
+    #[error(
+        "kernel `{kernel}` has images for {lowest} and newer only; this device is {device}: add \
+         \"{device}\" to `arch` under [package.metadata.sparserl] and rebuild"
+    )]
+    UnsupportedDevice {
+        /// Kernel name.
+        kernel: String,
+        /// The device's architecture.
+        device: String,
+        /// The lowest embedded architecture.
+        lowest: String,
+    },
     /// A fused epilogue's scalar disagrees with the float64 reference.
     #[error(
         "the fused dot product is off by {rel_err:.2e} (relative): got {got:e}, float64 \

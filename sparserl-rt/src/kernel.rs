@@ -27,7 +27,9 @@ pub struct TunedFor {
     pub max_over_mean: f64,
 }
 
-/// The PTX of a kernel and of its fallback for one target architecture.
+/// The PTX of a kernel and of its fallback for one target architecture,
+/// and their cubins (SASS for exactly that architecture) when `ptxas` was
+/// available at build time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArchPtx {
     /// Target, e.g. `sm_90`.
@@ -36,6 +38,40 @@ pub struct ArchPtx {
     pub ptx: &'static str,
     /// PTX of the fallback.
     pub fallback_ptx: &'static str,
+    /// Cubin of the chosen variant.
+    pub cubin: Option<&'static [u8]>,
+    /// Cubin of the fallback.
+    pub fallback_cubin: Option<&'static [u8]>,
+}
+
+/// A module image the runtime loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Image {
+    /// SASS for exactly the device's architecture: loads without compiling.
+    Cubin {
+        /// Its architecture, e.g. `sm_90`.
+        arch: &'static str,
+        /// The bytes.
+        bytes: &'static [u8],
+    },
+    /// PTX for this architecture or an older one: the driver compiles it
+    /// when the module is loaded (and caches the result).
+    Ptx {
+        /// Its architecture.
+        arch: &'static str,
+        /// The text.
+        text: &'static str,
+    },
+}
+
+impl Image {
+    /// `"sm_90 cubin"` or `"sm_80 PTX (compiled by the driver at load)"`.
+    pub fn describe(&self) -> String {
+        match self {
+            Image::Cubin { arch, .. } => format!("{arch} cubin"),
+            Image::Ptx { arch, .. } => format!("{arch} PTX (compiled by the driver at load)"),
+        }
+    }
 }
 
 /// The numeric compute capability of `sm_XY` / `compute_XY` (`90` for `sm_90`).
@@ -82,6 +118,52 @@ pub struct KernelSpec {
 }
 
 impl KernelSpec {
+    /// The images (chosen, fallback) to load on a device of compute
+    /// capability `cc`: the cubins of exactly that architecture when embedded,
+    /// else the PTX of the highest embedded architecture not above the
+    /// device's. `None` when every embedded architecture is newer than the
+    /// device, or nothing was compiled at build time (see
+    /// [`KernelSpec::ptx_for`] for the source fallback).
+    pub fn images_for(&self, cc: (i32, i32)) -> Option<(Image, Image)> {
+        let device = (cc.0.max(0) * 10 + cc.1.max(0)) as u32;
+        let usable = self
+            .ptx_by_arch
+            .iter()
+            .filter_map(|a| arch_number(a.arch).map(|n| (n, a)))
+            .filter(|(n, _)| *n <= device);
+        let (n, a) = usable.max_by_key(|(n, _)| *n)?;
+        match (n == device, a.cubin, a.fallback_cubin) {
+            (true, Some(c), Some(f)) => Some((
+                Image::Cubin {
+                    arch: a.arch,
+                    bytes: c,
+                },
+                Image::Cubin {
+                    arch: a.arch,
+                    bytes: f,
+                },
+            )),
+            _ => Some((
+                Image::Ptx {
+                    arch: a.arch,
+                    text: a.ptx,
+                },
+                Image::Ptx {
+                    arch: a.arch,
+                    text: a.fallback_ptx,
+                },
+            )),
+        }
+    }
+
+    /// The lowest embedded architecture number, if any.
+    pub fn lowest_arch(&self) -> Option<u32> {
+        self.ptx_by_arch
+            .iter()
+            .filter_map(|a| arch_number(a.arch))
+            .min()
+    }
+
     /// The PTX (chosen, fallback) to load on a device of compute capability
     /// `cc`: the highest embedded architecture not above the device's, else
     /// the portable lowest-architecture PTX in `ptx` / `fallback_ptx`.
@@ -109,11 +191,15 @@ mod tests {
                 arch: "sm_80",
                 ptx: "p80",
                 fallback_ptx: "f80",
+                cubin: None,
+                fallback_cubin: None,
             },
             ArchPtx {
                 arch: "sm_90",
                 ptx: "p90",
                 fallback_ptx: "f90",
+                cubin: Some(b"c90"),
+                fallback_cubin: Some(b"fc90"),
             },
         ];
         let spec = KernelSpec {
@@ -139,6 +225,37 @@ mod tests {
         assert_eq!(spec.ptx_for((8, 6)), (Some("p80"), Some("f80")));
         assert_eq!(spec.ptx_for((10, 0)), (Some("p90"), Some("f90")));
         assert_eq!(spec.ptx_for((7, 5)), (Some("p80"), Some("f80")));
+        // Exact architecture: its cubins; a newer device: the newest PTX;
+        // an older device than every image: none.
+        assert_eq!(
+            spec.images_for((9, 0)),
+            Some((
+                Image::Cubin {
+                    arch: "sm_90",
+                    bytes: b"c90"
+                },
+                Image::Cubin {
+                    arch: "sm_90",
+                    bytes: b"fc90"
+                }
+            ))
+        );
+        assert!(matches!(
+            spec.images_for((10, 0)),
+            Some((Image::Ptx { arch: "sm_90", .. }, _))
+        ));
+        assert!(matches!(
+            spec.images_for((8, 6)),
+            Some((
+                Image::Ptx {
+                    arch: "sm_80",
+                    text: "p80"
+                },
+                _
+            ))
+        ));
+        assert_eq!(spec.images_for((7, 5)), None);
+        assert_eq!(spec.lowest_arch(), Some(80));
         assert_eq!(arch_number("sm_100"), Some(100));
         assert_eq!(arch_number("sm_90a"), Some(90));
         assert_eq!(arch_number("x"), None);

@@ -27,10 +27,11 @@ use crate::device::{DeviceCsr, DeviceVec, Gpu, Layouts, Scalar};
 use crate::epilogue::Epilogue;
 use crate::error::RtError;
 use crate::features::Features;
-use crate::kernel::KernelSpec;
+use crate::kernel::{Image, KernelSpec};
 use crate::scalar::{DeviceCoefs, DeviceScalar};
 use crate::variant::{Strategy, Variant};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
@@ -116,23 +117,25 @@ fn warn_fallback_once(name: &'static str, reason: &str) {
     }
 }
 
-/// Loads `entry` on `gpu` from `ptx`, or compiles `source` with NVRTC when
-/// there is no PTX ([`RtError::NotCompiled`] on failure). Cached per entry.
+/// Loads `entry` on `gpu` from `image` (a cubin loads as is, PTX is compiled
+/// by the driver), or compiles `source` with NVRTC when nothing was compiled
+/// at build time ([`RtError::NotCompiled`] on failure). Cached per entry.
 pub fn load_entry(
     gpu: &Gpu,
     kernel: &str,
     entry: &str,
-    ptx: Option<&str>,
+    image: Option<Image>,
     source: &str,
 ) -> Result<CudaFunction, RtError> {
-    gpu.function_or_load(entry, || match ptx {
-        Some(p) => Ok(p.to_string()),
-        None => {
-            crate::nvrtc::compile_ptx(source, &gpu.arch(), &[]).map_err(|e| RtError::NotCompiled {
+    gpu.function_or_load_module(entry, || match image {
+        Some(Image::Cubin { bytes, .. }) => Ok(Ptx::from_binary(bytes.to_vec())),
+        Some(Image::Ptx { text, .. }) => Ok(Ptx::from_src(text)),
+        None => crate::nvrtc::compile_ptx(source, &gpu.arch(), &[])
+            .map(Ptx::from_src)
+            .map_err(|e| RtError::NotCompiled {
                 kernel: kernel.to_string(),
                 reason: e.to_string(),
-            })
-        }
+            }),
     })
 }
 
@@ -160,7 +163,22 @@ pub fn resolve_entry(
     has_csr: bool,
     epilogue: Option<Epilogue>,
 ) -> Result<(CudaFunction, Variant), RtError> {
-    let (ptx, fallback_ptx) = spec.ptx_for(gpu.compute_capability());
+    let cc = gpu.compute_capability();
+    let (image, fallback_image) = match spec.images_for(cc) {
+        Some((i, f)) => (Some(i), Some(f)),
+        None => match spec.lowest_arch() {
+            // Images exist, all for newer architectures than the device's.
+            Some(lowest) => {
+                return Err(RtError::UnsupportedDevice {
+                    kernel: spec.name.to_string(),
+                    device: gpu.arch(),
+                    lowest: format!("sm_{lowest}"),
+                });
+            }
+            // Nothing was compiled at build time: NVRTC at first use.
+            None => (None, None),
+        },
+    };
     let (entry, fallback_entry, fused_variant) = match epilogue {
         None => (Some(spec.entry), spec.fallback_entry, Variant::FALLBACK),
         Some(ep) => {
@@ -190,7 +208,7 @@ pub fn resolve_entry(
     };
     match (decision, entry) {
         (Dispatch::Tuned, Some(entry)) => Ok((
-            load_entry(gpu, spec.name, entry, ptx, spec.source)?,
+            load_entry(gpu, spec.name, entry, image, spec.source)?,
             spec.variant,
         )),
         (decision, _) => {
@@ -211,7 +229,7 @@ pub fn resolve_entry(
                     gpu,
                     spec.name,
                     fallback_entry,
-                    fallback_ptx,
+                    fallback_image,
                     spec.fallback_source,
                 )?,
                 fused_variant,

@@ -21,7 +21,7 @@ pub mod narrow;
 pub mod synth;
 pub mod tiled;
 pub use features::Features;
-pub use kernel::{ArchPtx, KernelSpec, Provenance, TunedFor, arch_number};
+pub use kernel::{ArchPtx, Image, KernelSpec, Provenance, TunedFor, arch_number};
 pub mod device;
 pub mod epilogue;
 pub mod error;

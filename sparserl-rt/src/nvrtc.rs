@@ -463,6 +463,26 @@ impl Drop for TempFile {
 /// Assembles `ptx` with `ptxas -arch=sm_XX -v` and reports per-entry
 /// registers and spills. `arch` may be `sm_80` or `compute_80` (both mean `sm_80`).
 pub fn ptxas_check(ptx: &str, arch: &str) -> Result<PtxasReport, NvrtcError> {
+    run_ptxas(ptx, arch).map(|(report, _)| report)
+}
+
+/// Assembles `ptx` into a cubin (SASS) for `arch` (`sm_90` or `compute_90`)
+/// with `ptxas`, returning the image a device of exactly that compute
+/// capability loads without compiling.
+pub fn assemble_cubin(ptx: &str, arch: &str) -> Result<Vec<u8>, NvrtcError> {
+    run_ptxas(ptx, arch).map(|(_, cubin)| cubin)
+}
+
+/// Whether a `ptxas` to assemble cubins with was found.
+pub fn ptxas_available() -> bool {
+    locate()
+        .ok()
+        .and_then(|t| t.ptxas.clone())
+        .or_else(|| find_on_path("ptxas"))
+        .is_some()
+}
+
+fn run_ptxas(ptx: &str, arch: &str) -> Result<(PtxasReport, Vec<u8>), NvrtcError> {
     let ptxas = locate()
         .ok()
         .and_then(|t| t.ptxas.clone())
@@ -498,11 +518,15 @@ pub fn ptxas_check(ptx: &str, arch: &str) -> Result<PtxasReport, NvrtcError> {
             stderr: format!("{} ({})\n{log}", ptxas.display(), out.status),
         });
     }
-    Ok(PtxasReport {
-        arch: sm,
-        entries: parse_ptxas_verbose(&log),
-        log,
-    })
+    let cubin = std::fs::read(&output.0)?;
+    Ok((
+        PtxasReport {
+            arch: sm,
+            entries: parse_ptxas_verbose(&log),
+            log,
+        },
+        cubin,
+    ))
 }
 
 #[cfg(test)]
