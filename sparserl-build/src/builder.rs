@@ -159,6 +159,9 @@ pub struct Entry {
     /// `(arch, PTX, fallback PTX)` for every target architecture, lowest first.
     #[serde(default)]
     pub ptx_by_arch: Vec<(String, String, String)>,
+    /// The GPU a measured or locked variant was measured on.
+    #[serde(default)]
+    pub tuned_on: Option<String>,
     /// `(arch, cubin, fallback cubin)` for the target architectures `ptxas`
     /// assembled (every one when it was found at build time).
     #[serde(default)]
@@ -555,7 +558,7 @@ impl Builder {
                 .text("generator", &generator)
                 .text("policy", &policy_version)
                 .text("choice", &source_label)
-                .text("entry-format", "3")
+                .text("entry-format", "4")
                 .text("arch", &archs.join(","))
                 .text(
                     "nvrtc",
@@ -713,8 +716,10 @@ impl Builder {
         let mut trials = Vec::new();
         let mut predicted = None;
         let mut measured_gbs = None;
+        let mut tuned_on = None;
         let (variant, provenance, note) = if let Some(l) = locked {
             measured_gbs = Some(l.gbs);
+            tuned_on = Some(l.gpu.clone());
             (
                 l.variant,
                 "lock-file",
@@ -761,6 +766,7 @@ impl Builder {
                         decl.name, out.candidates, out.seconds, out.gbs, out.stopped
                     ));
                     measured_gbs = Some(out.gbs);
+                    tuned_on = Some(g.name());
                     trials = out.trials;
                     (
                         out.winner,
@@ -865,6 +871,7 @@ impl Builder {
             fallback_ptx: lowest.as_ref().map(|l| l.2.clone()),
             ptx_by_arch,
             cubin_by_arch,
+            tuned_on,
             entry: chosen.entry,
             source: chosen.source,
             fallback_entry: fallback.entry,

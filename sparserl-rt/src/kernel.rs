@@ -115,9 +115,25 @@ pub struct KernelSpec {
     /// The fused epilogues generated for this kernel (declared with
     /// `epilogues = [...]`), their entries in the same PTX modules.
     pub fused: &'static [crate::FusedEntry],
+    /// The GPU the variant was measured on (a measured or locked choice).
+    pub tuned_on: Option<&'static str>,
 }
 
 impl KernelSpec {
+    /// A message when the kernel was tuned on another GPU than `device`
+    /// (by name): its variant may not be the fastest here.
+    pub fn tuned_elsewhere(&self, device: &str) -> Option<String> {
+        let t = self.tuned_on?;
+        (t != device).then(|| {
+            format!(
+                "sparserl: kernel `{}` was tuned on {t}, this is {device}: its variant may not \
+                 be the fastest here; run `cargo xtask retune` on this GPU and commit the lock \
+                 file (reported once per kernel)",
+                self.name
+            )
+        })
+    }
+
     /// The images (chosen, fallback) to load on a device of compute
     /// capability `cc`: the cubins of exactly that architecture when embedded,
     /// else the PTX of the highest embedded architecture not above the
@@ -220,7 +236,11 @@ mod tests {
             },
             ptx_by_arch: &ARCHS,
             fused: &[],
+            tuned_on: Some("NVIDIA H200"),
         };
+        assert_eq!(spec.tuned_elsewhere("NVIDIA H200"), None);
+        let msg = spec.tuned_elsewhere("NVIDIA A100-SXM4-80GB").unwrap();
+        assert!(msg.contains("tuned on NVIDIA H200") && msg.contains("cargo xtask retune"));
         assert_eq!(spec.ptx_for((9, 0)), (Some("p90"), Some("f90")));
         assert_eq!(spec.ptx_for((8, 6)), (Some("p80"), Some("f80")));
         assert_eq!(spec.ptx_for((10, 0)), (Some("p90"), Some("f90")));

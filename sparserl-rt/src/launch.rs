@@ -105,6 +105,8 @@ pub fn dispatch(spec: &KernelSpec, m: &Features) -> Dispatch {
 
 /// Kernel names already warned about (one warning per kernel per process).
 static WARNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+/// Kernels whose "tuned on another GPU" message was given.
+static WARNED_TUNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
 
 fn warn_fallback_once(name: &'static str, reason: &str) {
     let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
@@ -163,6 +165,12 @@ pub fn resolve_entry(
     has_csr: bool,
     epilogue: Option<Epilogue>,
 ) -> Result<(CudaFunction, Variant), RtError> {
+    if let Some(msg) = spec.tuned_elsewhere(gpu.name()) {
+        let mut warned = WARNED_TUNED.lock().unwrap_or_else(|p| p.into_inner());
+        if warned.insert(spec.name) {
+            log::warn!("{msg}");
+        }
+    }
     let cc = gpu.compute_capability();
     let (image, fallback_image) = match spec.images_for(cc) {
         Some((i, f)) => (Some(i), Some(f)),
@@ -747,6 +755,7 @@ mod tests {
             fallback_ptx: None,
             ptx_by_arch: &[],
             fused: &[],
+            tuned_on: None,
             tuned_for: tuned,
         }
     }

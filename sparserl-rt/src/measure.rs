@@ -236,6 +236,16 @@ struct BenchState<T: Scalar> {
     ep: Option<BenchEpilogue<T>>,
 }
 
+impl<T: Scalar> BenchEpilogue<T> {
+    fn args(&self) -> EpArgs<'_, T> {
+        EpArgs {
+            coef: &self.coefs,
+            w: &self.w,
+            dot: &self.dot,
+        }
+    }
+}
+
 /// Operands of a fused launch in a [`Bench`]: `{alpha, beta, gamma,
 /// gamma_dot} = {1, 0, 0, 0}` (so `y = A x` stays checkable), seeded random
 /// weights `w` (rows entries) and a device scalar's buffer.
@@ -384,11 +394,7 @@ impl<T: Scalar> Bench<T> {
         if let Some(ep) = &mut st.ep {
             stream.memset_zeros(&mut ep.dot)?;
         }
-        let ep = st.ep.as_ref().map(|e| EpArgs {
-            coef: &e.coefs,
-            w: &e.w,
-            dot: &e.dot,
-        });
+        let ep = st.ep.as_ref().map(BenchEpilogue::args);
         launch_variant_ep(
             &self.gpu,
             func,
@@ -510,11 +516,7 @@ impl<T: Scalar> Bench<T> {
         st.next = st.next.wrapping_add(1);
         // Only reached from the unsafe timing entry points, whose callers
         // vouch for `func`; the buffers are this Bench's own.
-        let ep = st.ep.as_ref().map(|e| EpArgs {
-            coef: &e.coefs,
-            w: &e.w,
-            dot: &e.dot,
-        });
+        let ep = st.ep.as_ref().map(BenchEpilogue::args);
         launch_variant_ep(
             &self.gpu,
             func,

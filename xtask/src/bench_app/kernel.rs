@@ -96,6 +96,7 @@ pub fn build<T: Scalar>(
         },
         ptx_by_arch: &[],
         fused: Box::leak(fused.into_boxed_slice()),
+        tuned_on: None,
     };
     Ok(RuntimeKernel {
         spec: Box::leak(Box::new(spec)),
