@@ -1,0 +1,172 @@
+//! Property tests: every layout conversion keeps the matrix (CSR to the
+//! layout and back is the identity), and the Matrix Market reader never
+//! panics, whatever the bytes, and reads back what was written.
+
+use proptest::prelude::*;
+use sparserl_rt::Csr;
+use sparserl_rt::{binned, dia, narrow, tiled};
+
+/// A random CSR matrix: up to 40 x 40 (or one long row), up to 400 entries.
+fn csr_strategy() -> impl Strategy<Value = Csr> {
+    (1usize..40, 1usize..40, any::<bool>())
+        .prop_flat_map(|(rows, cols, long)| {
+            // Long: few wide rows, so that rows longer than a 1024-nonzero
+            // tile (cut into pieces) and binned long rows occur.
+            let (rows, cols, max) = if long {
+                (rows.min(3), 3000, 2600)
+            } else {
+                (rows, cols, 400)
+            };
+            let entry = (0..rows as u32, 0..cols as u32, -4i32..5);
+            (
+                Just(rows),
+                Just(cols),
+                proptest::collection::vec(entry, 0..max),
+            )
+        })
+        .prop_map(|(rows, cols, t)| {
+            let t: Vec<(u32, u32, f64)> = t
+                .into_iter()
+                .map(|(r, c, v)| (r, c, if v == 0 { 0.5 } else { v as f64 }))
+                .collect();
+            Csr::from_triplets(rows, cols, &t).expect("in-range triplets")
+        })
+}
+
+fn dense(csr: &Csr) -> Vec<f64> {
+    let mut d = vec![0.0; csr.rows() * csr.cols()];
+    for r in 0..csr.rows() {
+        for k in csr.indptr()[r] as usize..csr.indptr()[r + 1] as usize {
+            d[r * csr.cols() + csr.indices()[k] as usize] += csr.values()[k];
+        }
+    }
+    d
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn diagonal_layout_round_trips(csr in csr_strategy()) {
+        if let Some(offsets) = dia::diagonal_offsets(&csr) {
+            let vals = dia::diagonal_values(&csr, &offsets, csr.values());
+            prop_assert_eq!(vals.len(), offsets.len() * csr.rows());
+            let mut back = vec![0.0; csr.rows() * csr.cols()];
+            for (d, &off) in offsets.iter().enumerate() {
+                for r in 0..csr.rows() {
+                    let c = r as i64 + off as i64;
+                    let v = vals[d * csr.rows() + r];
+                    if (0..csr.cols() as i64).contains(&c) {
+                        back[r * csr.cols() + c as usize] += v;
+                    } else {
+                        prop_assert_eq!(v, 0.0, "padding outside the matrix must be zero");
+                    }
+                }
+            }
+            prop_assert_eq!(back, dense(&csr));
+        }
+    }
+
+    #[test]
+    fn narrow_offsets_round_trip(csr in csr_strategy()) {
+        match narrow::offsets(&csr) {
+            Some(off) => {
+                prop_assert_eq!(off.len(), csr.nnz());
+                for r in 0..csr.rows() {
+                    for k in csr.indptr()[r] as usize..csr.indptr()[r + 1] as usize {
+                        prop_assert_eq!(r as i64 + off[k] as i64, csr.indices()[k] as i64);
+                    }
+                }
+            }
+            None => {
+                // Only when some nonzero lies farther than i16 from the diagonal.
+                let far = (0..csr.rows()).any(|r| {
+                    (csr.indptr()[r] as usize..csr.indptr()[r + 1] as usize)
+                        .any(|k| (csr.indices()[k] as i64 - r as i64).abs() > i16::MAX as i64)
+                });
+                prop_assert!(far);
+            }
+        }
+    }
+
+    #[test]
+    fn tiles_cover_every_nonzero_once_in_order(csr in csr_strategy()) {
+        let t = tiled::TiledLayout::build(&csr);
+        let n = t.tiles();
+        prop_assert_eq!(t.tile_nnz.len(), n + 1);
+        prop_assert_eq!(t.tile_nnz[0], 0);
+        prop_assert_eq!(t.tile_nnz[n] as usize, csr.nnz());
+        prop_assert_eq!(t.tile_row[n] as usize, csr.rows());
+        for i in 0..n {
+            prop_assert!(t.tile_nnz[i] <= t.tile_nnz[i + 1]);
+            prop_assert!(t.tile_nnz[i + 1] - t.tile_nnz[i] <= 1024);
+            prop_assert!(t.tile_row[i] <= t.tile_row[i + 1]);
+        }
+        // Every row cut into pieces is listed once, with its piece count.
+        for (a, &row) in t.acc_row.iter().enumerate() {
+            let pieces = t.tile_acc.iter().filter(|&&x| x == a as i32).count();
+            prop_assert_eq!(pieces as i32, t.acc_pieces[a]);
+            prop_assert!(row >= 0 && (row as usize) < csr.rows());
+        }
+    }
+
+    #[test]
+    fn binned_long_rows_are_exactly_the_rows_over_the_threshold(csr in csr_strategy()) {
+        let threshold = binned::long_row_threshold(&csr);
+        let long: Vec<i32> = (0..csr.rows())
+            .filter(|&r| (csr.indptr()[r + 1] - csr.indptr()[r]) as usize > threshold)
+            .map(|r| r as i32)
+            .collect();
+        match binned::BinnedLayout::build(&csr) {
+            Some(l) => prop_assert_eq!(l.long_rows.iter().map(|&r| r as i32).collect::<Vec<_>>(), long),
+            None => prop_assert!(long.is_empty()),
+        }
+    }
+
+    #[test]
+    fn matrix_market_reader_never_panics_on_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        let _ = sparserl_rt::mtx::read_matrix_market_from(&bytes[..], "fuzz");
+    }
+
+    #[test]
+    fn matrix_market_reader_never_panics_on_near_valid_files(
+        header in prop::sample::select(vec![
+            "%%MatrixMarket matrix coordinate real general",
+            "%%MatrixMarket matrix coordinate pattern symmetric",
+            "%%MatrixMarket matrix coordinate integer skew-symmetric",
+            "%%MatrixMarket matrix array real general",
+            "%%MatrixMarket matrix coordinate complex general",
+            "%%matrixmarket MATRIX Coordinate Real General",
+            "",
+        ]),
+        size in (0i64..5, 0i64..5, -1i64..8),
+        lines in proptest::collection::vec((-1i64..6, -1i64..6, -3.0f64..3.0, 0u8..4), 0..8),
+    ) {
+        let mut text = format!("{header}\n% comment\n{} {} {}\n", size.0, size.1, size.2);
+        for (r, c, v, form) in lines {
+            match form {
+                0 => text += &format!("{r} {c} {v}\n"),
+                1 => text += &format!("{r} {c}\n"),
+                2 => text += &format!("{r} {c} {v} {v}\n"),
+                _ => text += &format!("{r}\n"),
+            }
+        }
+        let _ = sparserl_rt::mtx::read_matrix_market_from(text.as_bytes(), "fuzz");
+    }
+
+    #[test]
+    fn matrix_market_round_trip(csr in csr_strategy()) {
+        let mut text = format!(
+            "%%MatrixMarket matrix coordinate real general\n{} {} {}\n",
+            csr.rows(), csr.cols(), csr.nnz()
+        );
+        for r in 0..csr.rows() {
+            for k in csr.indptr()[r] as usize..csr.indptr()[r + 1] as usize {
+                text += &format!("{} {} {:?}\n", r + 1, csr.indices()[k] + 1, csr.values()[k]);
+            }
+        }
+        let back = sparserl_rt::mtx::read_matrix_market_from(text.as_bytes(), "round-trip")
+            .expect("a file we wrote reads back");
+        prop_assert_eq!(dense(&back), dense(&csr));
+    }
+}
