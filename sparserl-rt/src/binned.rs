@@ -112,7 +112,7 @@ impl BinnedLayout {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tools"))]
 mod tests {
     use super::*;
     use crate::synth;

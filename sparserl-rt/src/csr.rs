@@ -198,6 +198,7 @@ impl Csr {
     }
 
     /// Converts from a sprs matrix (CSR or CSC), sorting and validating.
+    #[cfg(feature = "sprs")]
     pub fn from_sprs(m: &sprs::CsMat<f64>) -> Result<Csr, CsrError> {
         let m = m.to_csr();
         let indptr: Vec<u32> = m.indptr().raw_storage().iter().map(|&p| p as u32).collect();
@@ -206,6 +207,7 @@ impl Csr {
     }
 
     /// Converts into a sprs CSR matrix.
+    #[cfg(feature = "sprs")]
     pub fn to_sprs(&self) -> sprs::CsMat<f64> {
         sprs::CsMat::new(
             (self.rows, self.cols),

@@ -549,6 +549,7 @@ impl<T: Scalar> DeviceCsr<T> {
     }
 
     /// Uploads a sprs matrix (CSR or CSC; converted, sorted and validated on the host).
+    #[cfg(feature = "sprs")]
     pub fn from_sprs(gpu: &Gpu, m: &sprs::CsMat<f64>) -> Result<Self, RtError> {
         if m.rows() == 0 || m.cols() == 0 {
             return Err(RtError::EmptyMatrix {

@@ -102,7 +102,7 @@ pub fn stored_per_nnz(csr: &Csr, offsets: &[i32]) -> f64 {
     offsets.len() as f64 * csr.rows() as f64 / csr.nnz() as f64
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tools"))]
 mod tests {
     use super::*;
     use crate::synth;

@@ -252,7 +252,7 @@ impl Features {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tools"))]
 mod tests {
     use super::*;
 

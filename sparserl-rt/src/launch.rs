@@ -132,12 +132,24 @@ pub fn load_entry(
     gpu.function_or_load_module(entry, || match image {
         Some(Image::Cubin { bytes, .. }) => Ok(Ptx::from_binary(bytes.to_vec())),
         Some(Image::Ptx { text, .. }) => Ok(Ptx::from_src(text)),
+        #[cfg(feature = "jit")]
         None => crate::nvrtc::compile_ptx(source, &gpu.arch(), &[])
             .map(Ptx::from_src)
             .map_err(|e| RtError::NotCompiled {
                 kernel: kernel.to_string(),
                 reason: e.to_string(),
             }),
+        #[cfg(not(feature = "jit"))]
+        None => {
+            let _ = source;
+            Err(RtError::NotCompiled {
+                kernel: kernel.to_string(),
+                reason: "the build embedded no compiled image (NVRTC was missing at build \
+                         time) and this binary was built without sparserl-rt's `jit` feature; \
+                         rebuild with NVRTC available, or enable `jit`"
+                    .into(),
+            })
+        }
     })
 }
 

@@ -1,9 +1,18 @@
 //! # sparserl-rt
 //!
-//! Runtime half of SparseRL. Host-side pieces shared with the build helper
-//! (CSR matrices, Matrix Market reading, synthetic pattern generators, the
-//! feature vector, kernel variants) plus the device side (context, uploads,
-//! module loading, typed launches, measurement).
+//! Runtime half of SparseRL: what a binary that launches its generated
+//! kernels needs (the CSR host type, the layouts, the feature vector that
+//! runtime dispatch reads, kernel variants, the device context, uploads,
+//! module loading, typed and fused launches, device vector operations, CUDA
+//! graphs and solvers).
+//!
+//! Features (none by default):
+//! - `jit`: NVRTC inside the binary, to compile a kernel's source at first
+//!   use when the build embedded no image;
+//! - `sprs`: conversions from and to sprs matrices;
+//! - `tools`: what the build side and the benchmarks use (`jit`, `sprs`, the
+//!   Matrix Market reader `mtx`, the synthetic generators `synth`, the
+//!   measurement harness `measure`).
 
 #![warn(missing_docs)]
 
@@ -16,8 +25,10 @@ pub mod binned;
 pub mod dia;
 pub mod features;
 pub mod kernel;
+#[cfg(feature = "tools")]
 pub mod mtx;
 pub mod narrow;
+#[cfg(feature = "tools")]
 pub mod synth;
 pub mod tiled;
 pub use features::Features;
@@ -27,7 +38,9 @@ pub mod epilogue;
 pub mod error;
 pub mod graph;
 pub mod launch;
+#[cfg(feature = "tools")]
 pub mod measure;
+#[cfg(feature = "jit")]
 pub mod nvrtc;
 pub mod ops;
 pub mod scalar;
@@ -39,5 +52,6 @@ pub use epilogue::{Epilogue, FusedEntry};
 pub use error::RtError;
 pub use graph::Graph;
 pub use launch::{Dispatch, Fused, SpmvKernel, dispatch, launch_variant};
+#[cfg(feature = "tools")]
 pub use measure::{Bench, MeasureOptions, Measurement, copy_bandwidth_gbs, tolerance};
 pub use scalar::{Coef, DeviceCoefs, DeviceScalar};

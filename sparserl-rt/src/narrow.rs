@@ -42,7 +42,7 @@ pub fn offsets(csr: &Csr) -> Option<Vec<i16>> {
     Some(out)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tools"))]
 mod tests {
     use super::*;
     use crate::synth;

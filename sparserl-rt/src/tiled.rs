@@ -138,7 +138,7 @@ impl TiledLayout {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tools"))]
 mod tests {
     use super::*;
     use crate::synth;

@@ -73,8 +73,9 @@ proptest! {
             Some(off) => {
                 prop_assert_eq!(off.len(), csr.nnz());
                 for r in 0..csr.rows() {
-                    for k in csr.indptr()[r] as usize..csr.indptr()[r + 1] as usize {
-                        prop_assert_eq!(r as i64 + off[k] as i64, csr.indices()[k] as i64);
+                    let (s, e) = (csr.indptr()[r] as usize, csr.indptr()[r + 1] as usize);
+                    for (o, &c) in off[s..e].iter().zip(&csr.indices()[s..e]) {
+                        prop_assert_eq!(r as i64 + *o as i64, c as i64);
                     }
                 }
             }
@@ -118,7 +119,7 @@ proptest! {
             .map(|r| r as i32)
             .collect();
         match binned::BinnedLayout::build(&csr) {
-            Some(l) => prop_assert_eq!(l.long_rows.iter().map(|&r| r as i32).collect::<Vec<_>>(), long),
+            Some(l) => prop_assert_eq!(l.long_rows, long),
             None => prop_assert!(long.is_empty()),
         }
     }

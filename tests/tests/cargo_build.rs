@@ -127,6 +127,38 @@ epilogues = ["dot"]
         "{stderr}"
     );
 
+    // What the user's binary links: sparserl-rt with its default features,
+    // at most 15 crates, none of the build-side ones (Matrix Market reader,
+    // generators, measurement: gzip, random numbers, sprs).
+    let tree = cargo(
+        &dir,
+        &[
+            "tree",
+            "-p",
+            "sparserl-rt",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ],
+    );
+    let tree = String::from_utf8_lossy(&tree.stdout).to_string();
+    let crates: std::collections::BTreeSet<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        crates.contains("sparserl-rt") && crates.contains("cudarc"),
+        "{tree}"
+    );
+    assert!(crates.len() <= 15, "{} crates: {crates:?}", crates.len());
+    for heavy in ["flate2", "rand", "rand_chacha", "sprs", "ndarray"] {
+        assert!(
+            !crates.contains(heavy),
+            "{heavy} in the user's binary: {crates:?}"
+        );
+    }
+
     // Second build with nothing changed: cargo does not rerun the build script.
     let again = cargo(&dir, &["build", "-v"]);
     let stderr = String::from_utf8_lossy(&again.stderr);
