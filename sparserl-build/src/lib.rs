@@ -56,6 +56,7 @@ pub mod cache;
 pub mod codegen;
 pub mod descriptor;
 pub mod emit;
+pub mod entry;
 pub mod gpu;
 pub mod gpu_lock;
 pub mod lock;

@@ -17,6 +17,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub use crate::layouts::Layouts;
+
 /// L2 size assumed when the driver does not report one (H100/H200: 50 MB).
 pub const DEFAULT_L2_BYTES: usize = 50 * 1000 * 1000;
 
@@ -447,85 +449,6 @@ impl<T: Scalar> fmt::Debug for DeviceDia<T> {
     }
 }
 
-/// Which of the optional layouts an upload builds (the CSR arrays are always
-/// uploaded). A layout the matrix does not qualify for is never built.
-///
-/// ```
-/// use sparserl_rt::{Layouts, Strategy, Variant};
-/// // Only what a tiled kernel reads, plus nothing else:
-/// let l = Layouts::for_variants(&[Variant::of(Strategy::Tiled)]);
-/// assert!(l.tiled && !l.diagonal && !l.binned && !l.narrow);
-/// // CSR kernels need no layout at all.
-/// assert_eq!(Layouts::for_variants(&[Variant::FALLBACK]), Layouts::NONE);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Layouts {
-    /// The diagonal layout of [`Strategy::Diagonal`](crate::Strategy::Diagonal) kernels.
-    pub diagonal: bool,
-    /// The row-binned index of [`Strategy::Binned`](crate::Strategy::Binned) kernels.
-    pub binned: bool,
-    /// The tile index of [`Strategy::Tiled`](crate::Strategy::Tiled) kernels.
-    pub tiled: bool,
-    /// The 16-bit column offsets of [`Strategy::Narrow`](crate::Strategy::Narrow) kernels.
-    pub narrow: bool,
-    /// Keep the CSR arrays. `false` keeps only what the built layout's
-    /// kernels read when a layout that stands alone was built: nothing more
-    /// for the diagonal layout, the row pointers and values (not the column
-    /// indices) for the narrow one. The nnz-balanced fallback needs all
-    /// three CSR arrays, so a matrix without them always runs its layout's
-    /// kernel. Ignored (the arrays are kept) when neither layout was built.
-    pub csr: bool,
-}
-
-impl Layouts {
-    /// Every layout the matrix qualifies for (what [`DeviceCsr::upload`] builds).
-    pub const ALL: Layouts = Layouts {
-        diagonal: true,
-        binned: true,
-        tiled: true,
-        narrow: true,
-        csr: true,
-    };
-    /// CSR only.
-    pub const NONE: Layouts = Layouts {
-        diagonal: false,
-        binned: false,
-        tiled: false,
-        narrow: false,
-        csr: true,
-    };
-
-    /// The least device memory `variant` can run from: its layout alone
-    /// where its kernels need no CSR array (diagonal; narrow keeps row
-    /// pointers and values), else CSR plus its layout.
-    ///
-    /// ```
-    /// use sparserl_rt::{Layouts, Strategy, Variant};
-    /// let l = Layouts::lean(&Variant::of(Strategy::Diagonal));
-    /// assert!(l.diagonal && !l.csr);
-    /// assert!(Layouts::lean(&Variant::of(Strategy::Tiled)).csr);
-    /// ```
-    pub fn lean(variant: &crate::Variant) -> Layouts {
-        use crate::Strategy;
-        let mut l = Layouts::for_variants(&[*variant]);
-        l.csr = !matches!(variant.strategy, Strategy::Diagonal | Strategy::Narrow);
-        l
-    }
-
-    /// The layouts that kernels of these variants read.
-    pub fn for_variants(variants: &[crate::Variant]) -> Layouts {
-        use crate::Strategy;
-        let has = |s: Strategy| variants.iter().any(|v| v.strategy == s);
-        Layouts {
-            diagonal: has(Strategy::Diagonal),
-            binned: has(Strategy::Binned),
-            tiled: has(Strategy::Tiled),
-            narrow: has(Strategy::Narrow),
-            csr: true,
-        }
-    }
-}
-
 impl<T: Scalar> DeviceCsr<T> {
     /// Uploads a host matrix, converting its values to `T`, with every layout
     /// the matrix qualifies for ([`Layouts::ALL`]).
@@ -922,88 +845,4 @@ impl<T: Scalar> DeviceVec<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::csr::CsrError;
-
-    #[test]
-    fn gpu_new_without_driver_is_an_error_not_a_panic() {
-        match Gpu::new(0) {
-            Err(RtError::NoDriver) | Err(RtError::NoDevice { .. }) => {}
-            Err(e) => panic!("unexpected error: {e}"),
-            // A machine with a GPU: opening it is fine too.
-            Ok(gpu) => assert!(gpu.arch().starts_with("sm_")),
-        }
-    }
-
-    #[test]
-    fn validate_raw_accepts_valid_and_empty_rows() {
-        validate_raw(3, 4, &[0, 2, 2, 3], &[0, 3, 1], 3).unwrap();
-        validate_raw(2, 2, &[0, 0, 0], &[], 0).unwrap();
-    }
-
-    #[test]
-    fn validate_raw_rejects_bad_arrays() {
-        assert!(matches!(
-            validate_raw(1, 2, &[0, 1], &[2], 1),
-            Err(RtError::Csr(CsrError::ColumnOutOfRange {
-                row: 0,
-                col: 2,
-                ..
-            }))
-        ));
-        assert!(matches!(
-            validate_raw(1, 3, &[0, 2], &[2, 1], 2),
-            Err(RtError::Csr(CsrError::UnsortedRow { row: 0 }))
-        ));
-        assert!(matches!(
-            validate_raw(1, 3, &[0, 2], &[1, 1], 2),
-            Err(RtError::Csr(CsrError::UnsortedRow { row: 0 }))
-        ));
-        assert!(matches!(
-            validate_raw(2, 3, &[0, 1], &[0], 1),
-            Err(RtError::Csr(CsrError::IndptrLength {
-                expected: 3,
-                found: 2
-            }))
-        ));
-        assert!(matches!(
-            validate_raw(2, 3, &[0, 2, 1], &[0, 1], 2),
-            Err(RtError::Csr(CsrError::IndptrNotMonotone { row: 1 }))
-        ));
-        assert!(matches!(
-            validate_raw(1, 3, &[0, 2], &[0, 1], 1),
-            Err(RtError::Csr(CsrError::NnzMismatch { .. }))
-        ));
-    }
-
-    #[test]
-    fn validate_raw_rejects_empty_matrix() {
-        assert!(matches!(
-            validate_raw(0, 3, &[0], &[], 0),
-            Err(RtError::EmptyMatrix { rows: 0, cols: 3 })
-        ));
-        assert!(matches!(
-            validate_raw(2, 0, &[0, 0, 0], &[], 0),
-            Err(RtError::EmptyMatrix { rows: 2, cols: 0 })
-        ));
-    }
-
-    #[test]
-    fn operands_of_another_stream_are_refused() {
-        let mine = Arc::new(7u8);
-        let theirs = Arc::new(7u8); // equal value, another object
-        assert!(same_owner(&mine, &mine.clone(), "x").is_ok());
-        let err = same_owner(&mine, &theirs, "x").unwrap_err();
-        assert!(matches!(err, RtError::ForeignOperand { what: "x" }));
-        assert!(err.to_string().contains("belongs to another Gpu"), "{err}");
-    }
-
-    #[test]
-    fn scalar_conversions() {
-        assert_eq!(f32::from_f64(0.1).to_f64(), 0.1f32 as f64);
-        assert_eq!(f64::from_f64(0.1), 0.1);
-        assert_eq!(<f32 as Scalar>::TYPE, ValueType::F32);
-        assert_eq!(<f64 as Scalar>::TYPE, ValueType::F64);
-    }
-}
+mod tests;

@@ -38,6 +38,7 @@ pub mod epilogue;
 pub mod error;
 pub mod graph;
 pub mod launch;
+pub mod layouts;
 #[cfg(feature = "tools")]
 pub mod measure;
 #[cfg(feature = "jit")]

@@ -1,0 +1,756 @@
+//! Tests of `search`.
+
+use super::*;
+
+/// Deterministic simulated GPU: a score per variant, optional noise, some
+/// variants wrong.
+struct Sim {
+    samples: usize,
+    cost: f64,
+    noise: f64,
+    rng: ChaCha8Rng,
+    wrong: fn(&Variant) -> bool,
+    score: fn(&Variant) -> f64,
+    calls: usize,
+}
+
+impl MeasureSource for Sim {
+    fn samples(&self) -> usize {
+        self.samples
+    }
+    fn measure(
+        &mut self,
+        v: &Variant,
+        _reps: u32,
+    ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+        self.calls += 1;
+        let res = (0..self.samples)
+            .map(|_| {
+                let wrong = (self.wrong)(v);
+                let jitter = 1.0 + self.noise * (self.rng.random::<f64>() - 0.5);
+                SampleResult {
+                    correct: !wrong,
+                    rel_err: if wrong { 0.5 } else { 1e-7 },
+                    gbs: if wrong { 0.0 } else { (self.score)(v) * jitter },
+                    median_us: 10.0,
+                    error: None,
+                }
+            })
+            .collect();
+        Ok((res, self.cost))
+    }
+}
+
+fn score(v: &Variant) -> f64 {
+    let base = match v.strategy {
+        Strategy::GroupPerRow => 1000.0 + 50.0 * (v.lanes as f64).log2(),
+        Strategy::NnzSplit => 900.0,
+        Strategy::ThreadPerRow => 500.0,
+        Strategy::BlockPerRow => 100.0,
+        Strategy::Diagonal => 50.0,
+        Strategy::Binned => 60.0,
+        Strategy::Tiled => 70.0,
+        Strategy::Narrow => 80.0,
+    };
+    base + if v.stream_y { 30.0 } else { 0.0 } + v.block as f64 / 100.0
+}
+
+fn sim(wrong: fn(&Variant) -> bool, noise: f64, cost: f64) -> Sim {
+    Sim {
+        samples: 2,
+        cost,
+        noise,
+        rng: ChaCha8Rng::seed_from_u64(1),
+        wrong,
+        score,
+        calls: 0,
+    }
+}
+
+fn proposals() -> Vec<Variant> {
+    sparserl_policies::Prior
+        .propose(
+            &sparserl_rt::Features {
+                mean_row: 6.0,
+                p90_row: 9.0,
+                p99_row: 12.0,
+                ..Default::default()
+            },
+            sparserl_rt::ValueType::F32,
+            12,
+        )
+        .into_iter()
+        .map(|p| p.variant)
+        .collect()
+}
+
+use sparserl_policies::Policy;
+
+#[test]
+fn a_wrong_variant_is_never_chosen() {
+    // The fastest family (8+ lanes) is wrong: it must never win.
+    let mut s = sim(
+        |v| v.strategy == Strategy::GroupPerRow && v.lanes >= 8,
+        0.0,
+        0.1,
+    );
+    let out = search(&proposals(), &mut s, &SearchConfig::default()).unwrap();
+    assert!(!(out.winner.strategy == Strategy::GroupPerRow && out.winner.lanes >= 8));
+    assert!(
+        out.trials.iter().any(|t| !t.correct),
+        "the wrong variant was tried"
+    );
+    for t in out.trials.iter().filter(|t| t.variant == out.winner) {
+        assert!(t.correct);
+    }
+    // Every failed trial is a rejection with its reason, and nothing else is.
+    let failed: Vec<Variant> = out
+        .trials
+        .iter()
+        .filter(|t| !t.correct)
+        .map(|t| t.variant)
+        .collect();
+    let rejected: Vec<Variant> = out.rejected.iter().map(|r| r.variant).collect();
+    assert_eq!(failed, rejected);
+    for r in &out.rejected {
+        assert!(r.reason.contains("wrong result"), "{}", r.reason);
+    }
+}
+
+#[test]
+fn finds_the_best_of_a_simple_landscape() {
+    let mut s = sim(|_| false, 0.0, 0.1);
+    let cfg = SearchConfig {
+        max_candidates: 200,
+        budget_seconds: 100.0,
+        patience: 6,
+        ..Default::default()
+    };
+    let out = search(&proposals(), &mut s, &cfg).unwrap();
+    assert_eq!(out.winner.strategy, Strategy::GroupPerRow);
+    assert_eq!(out.winner.lanes, 32);
+    assert!(out.winner.stream_y);
+}
+
+#[test]
+fn the_budget_is_respected() {
+    // Every measurement costs 0.25 s; the landscape keeps improving slowly
+    // enough that only the budget can stop the search.
+    let mut s = sim(|_| false, 0.0, 0.25);
+    let cfg = SearchConfig {
+        budget_seconds: 10.0,
+        patience: 1000,
+        max_candidates: 10_000,
+        ..Default::default()
+    };
+    let out = search(&proposals(), &mut s, &cfg).unwrap();
+    let explore: f64 = out
+        .trials
+        .iter()
+        .filter(|t| t.phase != "final" && t.phase != "verify")
+        .map(|t| t.seconds)
+        .sum();
+    assert!(
+        explore <= 10.0 * (1.0 - FINALIST_RESERVE) + 0.25 + 1e-9,
+        "exploration spent {explore}"
+    );
+    // One finalist round may overrun by at most its own cost, and the
+    // winner's re-check (one measurement) comes on top.
+    assert!(
+        out.seconds <= 10.0 + 3.0 * 0.25 + 0.25 + 1e-9,
+        "total {}",
+        out.seconds
+    );
+    let verify: Vec<&Trial> = out.trials.iter().filter(|t| t.phase == "verify").collect();
+    assert_eq!(verify.len(), 1);
+    assert_eq!(verify[0].variant, out.winner);
+    let cfg = SearchConfig {
+        max_candidates: 5,
+        budget_seconds: 1e9,
+        ..Default::default()
+    };
+    let out = search(&proposals(), &mut sim(|_| false, 0.0, 1.0), &cfg).unwrap();
+    assert_eq!(out.candidates, 5);
+}
+
+#[test]
+fn cheap_measurements_keep_exploring_before_the_patience_stop() {
+    // A flat landscape: nothing ever improves, measurements are cheap.
+    let mut s = sim(|_| false, 0.0, 0.001);
+    s.score = |_| 100.0;
+    let cfg = SearchConfig {
+        patience: 1,
+        ..Default::default()
+    };
+    let out = search(&proposals(), &mut s, &cfg).unwrap();
+    assert!(
+        out.candidates >= cfg.min_explore.min(cfg.max_candidates),
+        "stopped after {} candidates: {}",
+        out.candidates,
+        out.stopped
+    );
+}
+
+#[test]
+fn layout_strategies_are_measured_only_where_they_apply() {
+    // A source whose samples have the diagonal layout, on which diagonal
+    // kernels are fastest: the search proposes them and one wins.
+    struct Layout(Sim, bool);
+    impl MeasureSource for Layout {
+        fn samples(&self) -> usize {
+            self.0.samples()
+        }
+        fn measure(
+            &mut self,
+            v: &Variant,
+            reps: u32,
+        ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+            assert!(self.applicable(v), "measured an inapplicable {v}");
+            self.0.measure(v, reps)
+        }
+        fn applicable(&self, v: &Variant) -> bool {
+            self.1 || !v.strategy.needs_layout()
+        }
+    }
+    let mut fast = sim(|_| false, 0.0, 0.01);
+    fast.score = |v| match v.strategy {
+        Strategy::Diagonal => 3000.0 + v.unroll as f64,
+        _ => score(v),
+    };
+    let mut with = Layout(fast, true);
+    let out = search(&proposals(), &mut with, &SearchConfig::default()).unwrap();
+    assert_eq!(out.winner.strategy, Strategy::Diagonal);
+    assert!(out.trials.iter().any(|t| t.phase == "layout"));
+    // Without the layout, no diagonal variant is ever measured.
+    let mut without = Layout(sim(|_| false, 0.0, 0.01), false);
+    let out = search(&proposals(), &mut without, &SearchConfig::default()).unwrap();
+    assert!(
+        out.trials
+            .iter()
+            .all(|t| t.variant.strategy != Strategy::Diagonal)
+    );
+}
+
+#[test]
+fn layout_proposals_cover_every_layout_strategy() {
+    let policy = [Variant {
+        lanes: 4,
+        ..Variant::of(Strategy::GroupPerRow)
+    }];
+    let out = layout_proposals(&policy);
+    for s in Strategy::ALL.iter().filter(|s| s.needs_layout()) {
+        assert!(out.iter().any(|v| v.strategy == *s), "{s:?} not proposed");
+    }
+    for v in &out {
+        assert_eq!(*v, v.canonical());
+        v.validate().unwrap();
+    }
+    let unique: std::collections::HashSet<_> = out.iter().collect();
+    assert_eq!(unique.len(), out.len());
+    // Lane-mapped layout kernels follow the policy's lanes: 4, 2 and 8.
+    for s in [Strategy::Binned, Strategy::Narrow] {
+        let mut lanes: Vec<u32> = out
+            .iter()
+            .filter(|v| v.strategy == s)
+            .map(|v| v.lanes)
+            .collect();
+        lanes.sort_unstable();
+        assert_eq!(lanes, vec![2, 4, 8], "{s:?}");
+    }
+    assert!(
+        out.iter()
+            .any(|v| v.strategy == Strategy::Tiled && v.stream_y)
+    );
+}
+
+#[test]
+fn a_noisy_tie_does_not_flip_the_incumbent() {
+    // Two finalists whose true speeds are equal, measured with 5% noise:
+    // the first-ranked incumbent stays.
+    struct Tie(ChaCha8Rng, Variant, Variant);
+    impl MeasureSource for Tie {
+        fn samples(&self) -> usize {
+            1
+        }
+        fn measure(
+            &mut self,
+            v: &Variant,
+            _r: u32,
+        ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+            let base = if *v == self.1 {
+                1001.0
+            } else if *v == self.2 {
+                1000.0
+            } else {
+                10.0
+            };
+            let g = base * (1.0 + 0.05 * (self.0.random::<f64>() - 0.5));
+            Ok((
+                vec![SampleResult {
+                    correct: true,
+                    rel_err: 0.0,
+                    gbs: g,
+                    median_us: 1.0,
+                    error: None,
+                }],
+                0.01,
+            ))
+        }
+    }
+    let a = Variant::of(Strategy::GroupPerRow);
+    let b = Variant::of(Strategy::NnzSplit);
+    for seed in 0..20 {
+        let mut src = Tie(ChaCha8Rng::seed_from_u64(seed), a, b);
+        let cfg = SearchConfig {
+            initial: 2,
+            max_candidates: 2,
+            finalists: 2,
+            ..Default::default()
+        };
+        let out = search(&[a, b], &mut src, &cfg).unwrap();
+        let first = out
+            .trials
+            .iter()
+            .filter(|t| t.phase != "final" && t.phase != "verify")
+            .max_by(|x, y| x.gbs.total_cmp(&y.gbs))
+            .unwrap()
+            .variant;
+        assert_eq!(
+            out.winner, first,
+            "seed {seed}: noise flipped the incumbent"
+        );
+    }
+}
+
+#[test]
+fn neighbours_differ_in_one_parameter() {
+    let v = Variant::of(Strategy::NnzSplit);
+    let n = neighbors(&v);
+    assert!(n.iter().any(|w| w.items == 8 && w.block == v.block));
+    for w in &n {
+        w.validate().unwrap();
+        let diffs = [
+            w.strategy != v.strategy,
+            w.block != v.block,
+            w.lanes != v.lanes,
+            w.items != v.items,
+            w.unroll != v.unroll,
+            w.ldg_x != v.ldg_x,
+            w.stream_y != v.stream_y,
+            w.min_blocks != v.min_blocks,
+        ];
+        assert_eq!(diffs.iter().filter(|d| **d).count(), 1, "{w}");
+    }
+}
+
+#[test]
+fn mutation_and_crossover_stay_valid() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut v = Variant::of(Strategy::ThreadPerRow);
+    for _ in 0..500 {
+        let w = mutate(&v, &mut rng);
+        w.validate().unwrap();
+        assert_eq!(w, w.canonical());
+        let c = crossover(&v, &w, &mut rng);
+        c.validate().unwrap();
+        v = w;
+    }
+}
+
+#[test]
+fn all_wrong_is_an_error() {
+    let mut s = sim(|_| true, 0.0, 0.1);
+    let e = search(
+        &proposals(),
+        &mut s,
+        &SearchConfig {
+            max_candidates: 20,
+            ..Default::default()
+        },
+    );
+    assert!(matches!(e, Err(SearchError::NoCorrectVariant(_))));
+}
+
+/// Reason of the rejection of `v` in `out`, if it was rejected.
+fn rejection<'a>(out: &'a TuneOutcome, v: &Variant) -> Option<&'a Rejection> {
+    out.rejected.iter().find(|r| r.variant == *v)
+}
+
+/// Asserts the winner passed every check it had, including the final
+/// re-check (the last trial), and that a rejected variant is never
+/// measured after its failing trial.
+fn assert_trustworthy(out: &TuneOutcome) {
+    for t in out.trials.iter().filter(|t| t.variant == out.winner) {
+        assert!(t.correct, "winner {} failed a check: {t:?}", out.winner);
+    }
+    let last = out.trials.last().unwrap();
+    assert_eq!((last.phase.as_str(), last.variant), ("verify", out.winner));
+    assert!(rejection(out, &out.winner).is_none());
+    for r in &out.rejected {
+        let fail = out
+            .trials
+            .iter()
+            .position(|t| t.variant == r.variant && !t.correct)
+            .unwrap_or_else(|| panic!("no failed trial for rejected {}", r.variant));
+        assert_eq!(out.trials[fail].phase, r.phase);
+        assert!(
+            out.trials[fail + 1..]
+                .iter()
+                .all(|t| t.variant != r.variant),
+            "{} measured again after it was rejected",
+            r.variant
+        );
+    }
+}
+
+/// A source over `Sim` where the variants `racy` selects give a wrong
+/// result on every third of their own measurements, starting at the
+/// `3 - phase`-th one (a race that loses one time in three).
+struct Racy {
+    sim: Sim,
+    racy: fn(&Variant) -> bool,
+    phase: usize,
+    counts: HashMap<Variant, usize>,
+}
+
+impl MeasureSource for Racy {
+    fn samples(&self) -> usize {
+        self.sim.samples()
+    }
+    fn measure(&mut self, v: &Variant, reps: u32) -> Result<(Vec<SampleResult>, f64), SearchError> {
+        let (mut res, secs) = self.sim.measure(v, reps)?;
+        if (self.racy)(v) {
+            let n = self.counts.entry(*v).or_insert(0);
+            *n += 1;
+            if (*n + self.phase).is_multiple_of(3) {
+                res[1] = SampleResult {
+                    correct: false,
+                    rel_err: 0.3,
+                    gbs: 0.0,
+                    ..res[1].clone()
+                };
+            }
+        }
+        Ok((res, secs))
+    }
+}
+
+#[test]
+fn a_fastest_kernel_wrong_one_time_in_three_is_never_chosen() {
+    // The fastest family (group-per-row with 8+ lanes) races: its result
+    // is wrong on one measurement in three. Whether the wrong one comes
+    // first (exploration), second (a finalist round) or third (a later
+    // round, or the winner's re-check), it must never win.
+    let racy = |v: &Variant| v.strategy == Strategy::GroupPerRow && v.lanes >= 8;
+    for rounds in [3, 1] {
+        for phase in 0..3 {
+            let mut src = Racy {
+                sim: sim(|_| false, 0.0, 0.1),
+                racy,
+                phase,
+                counts: HashMap::new(),
+            };
+            let cfg = SearchConfig {
+                rounds,
+                ..Default::default()
+            };
+            let out = search(&proposals(), &mut src, &cfg).unwrap();
+            let at = format!("rounds {rounds}, phase {phase}");
+            assert!(!racy(&out.winner), "{at}: racy {} chosen", out.winner);
+            assert_trustworthy(&out);
+            let racy_rejections: Vec<&Rejection> =
+                out.rejected.iter().filter(|r| racy(&r.variant)).collect();
+            assert!(
+                !racy_rejections.is_empty(),
+                "{at}: no racy variant measured"
+            );
+            for r in &racy_rejections {
+                assert!(
+                    r.reason.contains("sample 1: wrong result"),
+                    "{at}: {}",
+                    r.reason
+                );
+            }
+            // When the first measurement passes, the race is caught only
+            // by re-measuring: in a finalist round or by the re-check.
+            let late = racy_rejections
+                .iter()
+                .any(|r| r.phase == "final" || r.phase == "verify");
+            assert_eq!(late, phase != 2, "{at}: {racy_rejections:?}");
+            if rounds == 1 && phase == 0 {
+                assert!(
+                    racy_rejections.iter().any(|r| r.phase == "verify"),
+                    "{at}: the re-check caught nothing: {racy_rejections:?}"
+                );
+            }
+        }
+    }
+}
+
+/// A source with fixed speeds for a few variants, 10 GB/s for the rest,
+/// where `bad` turns wrong from its `from`-th measurement on.
+struct Fixed {
+    speeds: Vec<(Variant, f64)>,
+    bad: Variant,
+    from: usize,
+    calls: usize,
+}
+
+impl MeasureSource for Fixed {
+    fn samples(&self) -> usize {
+        1
+    }
+    fn measure(
+        &mut self,
+        v: &Variant,
+        _reps: u32,
+    ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+        let wrong = *v == self.bad && {
+            self.calls += 1;
+            self.calls >= self.from
+        };
+        let gbs = self
+            .speeds
+            .iter()
+            .find(|(w, _)| w == v)
+            .map_or(10.0, |(_, g)| *g);
+        Ok((
+            vec![SampleResult {
+                correct: !wrong,
+                rel_err: if wrong { 1.0 } else { 0.0 },
+                gbs: if wrong { 0.0 } else { gbs },
+                median_us: 1.0,
+                error: None,
+            }],
+            0.01,
+        ))
+    }
+}
+
+#[test]
+fn a_winner_that_fails_its_recheck_gives_way_to_the_next_best() {
+    let a = Variant::of(Strategy::GroupPerRow);
+    let b = Variant::of(Strategy::NnzSplit);
+    let c = Variant::of(Strategy::ThreadPerRow);
+    let speeds = vec![(a, 1200.0), (b, 1000.0), (c, 800.0)];
+    // `a` passes exploration and both finalist rounds, then fails its
+    // re-check (its 4th measurement): the next finalist, `b`, is checked
+    // and wins with its finalist median.
+    let mut src = Fixed {
+        speeds: speeds.clone(),
+        bad: a,
+        from: 4,
+        calls: 0,
+    };
+    let cfg = SearchConfig {
+        initial: 3,
+        max_candidates: 3,
+        finalists: 2,
+        rounds: 2,
+        budget_seconds: 100.0,
+        ..Default::default()
+    };
+    let out = search(&[a, b, c], &mut src, &cfg).unwrap();
+    assert_eq!(out.winner, b);
+    assert!((out.gbs - 1000.0).abs() < 1e-9, "{}", out.gbs);
+    assert_trustworthy(&out);
+    let r = rejection(&out, &a).expect("a rejected");
+    assert_eq!(r.phase, "verify");
+    assert!(r.reason.contains("wrong result"), "{}", r.reason);
+    let verified: Vec<Variant> = out
+        .trials
+        .iter()
+        .filter(|t| t.phase == "verify")
+        .map(|t| t.variant)
+        .collect();
+    assert_eq!(verified, [a, b]);
+    assert!(
+        out.stopped.contains("1 rejected when re-measured"),
+        "{}",
+        out.stopped
+    );
+    // With one finalist, the fallback is a candidate that was only
+    // explored: it is re-measured like a finalist (two rounds), then
+    // re-checked, and its finalist median is reported.
+    let mut src = Fixed {
+        speeds,
+        bad: a,
+        from: 4,
+        calls: 0,
+    };
+    let cfg = SearchConfig {
+        finalists: 1,
+        ..cfg
+    };
+    let out = search(&[a, b, c], &mut src, &cfg).unwrap();
+    assert_eq!(out.winner, b);
+    assert!((out.gbs - 1000.0).abs() < 1e-9, "{}", out.gbs);
+    assert_trustworthy(&out);
+    assert_eq!(
+        rejection(&out, &a).map(|r| r.phase.as_str()),
+        Some("verify")
+    );
+    let tail: Vec<(&str, Variant)> = out
+        .trials
+        .iter()
+        .skip_while(|t| t.phase != "verify")
+        .map(|t| (t.phase.as_str(), t.variant))
+        .collect();
+    assert_eq!(
+        tail,
+        [("verify", a), ("final", b), ("final", b), ("verify", b)]
+    );
+}
+
+#[test]
+fn faulty_variants_are_rejected_with_their_reasons() {
+    // Four injected faults, each faster than every sound variant:
+    // - `wrong`: a wrong result on every sample;
+    // - `oob`: the check of sample 1 hits a launch error (an illegal
+    //   address, as the harness reports a recoverable launch failure);
+    // - `slow`: correct at first, then exceeds the time guard before a
+    //   timed launch completes (a failure reported by the source);
+    // - `untimed`: claims to be correct but was never timed.
+    let wrong = Variant {
+        lanes: 32,
+        ..Variant::of(Strategy::GroupPerRow)
+    };
+    let oob = Variant {
+        lanes: 16,
+        ..Variant::of(Strategy::GroupPerRow)
+    };
+    let slow = Variant {
+        items: 8,
+        ..Variant::of(Strategy::NnzSplit)
+    };
+    let untimed = Variant {
+        block: 512,
+        ..Variant::of(Strategy::BlockPerRow)
+    };
+    struct Faulty {
+        sim: Sim,
+        faults: [Variant; 4],
+        slow_calls: usize,
+    }
+    impl MeasureSource for Faulty {
+        fn samples(&self) -> usize {
+            self.sim.samples()
+        }
+        fn measure(
+            &mut self,
+            v: &Variant,
+            reps: u32,
+        ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+            let (mut res, secs) = self.sim.measure(v, reps)?;
+            let [wrong, oob, slow, untimed] = self.faults;
+            let failed = |rel_err: f64, msg: &str| SampleResult {
+                correct: false,
+                rel_err,
+                gbs: 0.0,
+                median_us: f64::INFINITY,
+                error: Some(msg.to_string()),
+            };
+            let fast = |r: &mut SampleResult| r.gbs = 5000.0;
+            if *v == wrong {
+                for r in &mut res {
+                    *r = SampleResult {
+                        correct: false,
+                        rel_err: 0.25,
+                        gbs: 0.0,
+                        ..r.clone()
+                    };
+                }
+            } else if *v == oob {
+                fast(&mut res[0]);
+                res[1] = failed(
+                    f64::INFINITY,
+                    "check failed: launch failed: CUDA_ERROR_ILLEGAL_ADDRESS",
+                );
+            } else if *v == slow {
+                self.slow_calls += 1;
+                if self.slow_calls == 1 {
+                    res.iter_mut().for_each(fast);
+                } else {
+                    res[0] = failed(1e-7, "no timed launch completed within the 0.5 s guard");
+                }
+            } else if *v == untimed {
+                res.iter_mut().for_each(|r| {
+                    r.gbs = f64::NAN;
+                    r.median_us = f64::INFINITY;
+                });
+            }
+            Ok((res, secs))
+        }
+    }
+    let faults = [wrong, oob, slow, untimed];
+    let mut src = Faulty {
+        sim: sim(|_| false, 0.0, 0.01),
+        faults,
+        slow_calls: 0,
+    };
+    let mut props = faults.to_vec();
+    props.extend(proposals());
+    let out = search(&props, &mut src, &SearchConfig::default()).unwrap();
+    assert!(!faults.contains(&out.winner), "{} chosen", out.winner);
+    assert_trustworthy(&out);
+    let expect = [
+        (
+            wrong,
+            "policy",
+            "sample 0: wrong result (relative error 2.50e-1)",
+        ),
+        (
+            oob,
+            "policy",
+            "sample 1: check failed: launch failed: CUDA_ERROR_ILLEGAL_ADDRESS",
+        ),
+        (
+            slow,
+            "final",
+            "sample 0: no timed launch completed within the 0.5 s guard",
+        ),
+        (untimed, "policy", "sample 0: not timed (NaN GB/s"),
+    ];
+    for (v, phase, reason) in expect {
+        let r = rejection(&out, &v).unwrap_or_else(|| panic!("{v} not rejected"));
+        assert_eq!(r.phase, phase, "{v}");
+        assert!(r.reason.starts_with(reason), "{v}: {}", r.reason);
+    }
+    // The rejections survive the trip through the cache (serde).
+    let back: TuneOutcome = serde_json::from_str(&serde_json::to_string(&out).unwrap()).unwrap();
+    assert_eq!(back.rejected, out.rejected);
+}
+
+#[test]
+fn failure_reasons() {
+    let ok = SampleResult {
+        correct: true,
+        rel_err: 1e-7,
+        gbs: 100.0,
+        median_us: 1.0,
+        error: None,
+    };
+    assert_eq!(failure(&[ok.clone(), ok.clone()], 2), None);
+    assert_eq!(
+        failure(std::slice::from_ref(&ok), 2).as_deref(),
+        Some("measured on 1 of 2 samples")
+    );
+    assert_eq!(
+        failure(&[], 0).as_deref(),
+        Some("measured on 0 of 1 samples")
+    );
+    let err = SampleResult {
+        error: Some("boom".into()),
+        ..ok.clone()
+    };
+    assert_eq!(
+        failure(&[ok.clone(), err], 2).as_deref(),
+        Some("sample 1: boom")
+    );
+    let zero = SampleResult { gbs: 0.0, ..ok };
+    assert!(
+        failure(&[zero], 1)
+            .unwrap()
+            .starts_with("sample 0: not timed")
+    );
+}

@@ -1,0 +1,192 @@
+//! Tests of `gpu_check`.
+
+use super::*;
+
+#[test]
+fn half_row_matrix_has_a_row_with_half_the_nonzeros() {
+    let m = half_row_matrix(10_000, 40_000, 3, 17, 1).unwrap();
+    assert_eq!(m.rows(), 10_000);
+    let longest = (0..m.rows()).max_by_key(|&r| m.row_len(r)).unwrap();
+    assert_eq!(longest, 17);
+    assert!(
+        2 * m.row_len(17) >= m.nnz(),
+        "{} of {}",
+        m.row_len(17),
+        m.nnz()
+    );
+}
+
+#[test]
+fn empty_rows_matrix_has_the_intended_empty_rows() {
+    let m = empty_rows_matrix(100, 50, 2).unwrap();
+    assert_eq!(m.row_len(0), 0);
+    assert_eq!(m.row_len(99), 0);
+    for r in 0..100usize {
+        let empty = r == 0 || r == 99 || r.is_multiple_of(3);
+        assert_eq!(m.row_len(r) == 0, empty, "row {r}");
+    }
+}
+
+#[test]
+fn edge_cases_are_valid_and_have_their_properties() {
+    let cases = edge_cases().unwrap();
+    let names: BTreeSet<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names.len(), cases.len(), "names are unique");
+    let get = |n: &str| &cases.iter().find(|c| c.name == n).unwrap().csr;
+    for c in &cases {
+        // Re-validating the arrays must succeed.
+        let m = &c.csr;
+        Csr::try_new(
+            m.rows(),
+            m.cols(),
+            m.indptr().to_vec(),
+            m.indices().to_vec(),
+            m.values().to_vec(),
+        )
+        .unwrap();
+        assert!(m.rows() > 0 && m.cols() > 0, "{}", c.name);
+    }
+    assert_eq!((get("edge-1x1").rows(), get("edge-1x1").nnz()), (1, 1));
+    assert_eq!(get("edge-1x1-nnz0").nnz(), 0);
+    assert_eq!(get("edge-1000x1").cols(), 1);
+    let row = get("edge-1x100000-dense-row");
+    assert_eq!((row.rows(), row.nnz()), (1, 100_000));
+    let nnz0 = get("edge-nnz0-500x400");
+    assert_eq!((nnz0.rows(), nnz0.cols(), nnz0.nnz()), (500, 400, 0));
+    let long = get("edge-row-of-70000");
+    assert!((0..long.rows()).any(|r| long.row_len(r) > 65_536));
+    assert_eq!(get("edge-rect-3000x700").cols(), 700);
+    assert_eq!(get("edge-rect-2000x5000").rows(), 2000);
+    assert_eq!(get("edge-power-law-50000").rows(), 50_000);
+    assert_eq!(get("edge-stencil5-64x64").rows(), 4096);
+}
+
+#[test]
+fn sanitizer_matrices_are_small() {
+    let m = sanitizer_matrices().unwrap();
+    assert_eq!(m.len(), 5);
+    assert!(m.iter().all(|m| m.csr.nnz() < 20_000));
+    // The layout strategies run under the sanitizers too.
+    assert!(
+        m.iter()
+            .any(|m| sparserl_rt::dia::diagonal_offsets(&m.csr).is_some())
+    );
+    assert!(
+        m.iter()
+            .any(|m| sparserl_rt::binned::BinnedLayout::build(&m.csr).is_some())
+    );
+}
+
+#[test]
+fn tile_mix_cases_reach_the_warp_path_and_the_row_cap() {
+    use sparserl_rt::tiled::{TILE_ROWS, TiledLayout};
+    for m in [
+        tile_mix_matrix(4000, 3000, 1).unwrap(),
+        tile_mix_matrix(40_000, 30_000, 2).unwrap(),
+    ] {
+        let l = TiledLayout::build(&m);
+        let indptr = m.indptr();
+        let mut capped = false;
+        let mut warp_row = false;
+        for t in 0..l.tiles() {
+            let (r0, r1) = (l.tile_row[t] as usize, l.tile_row[t + 1] as usize);
+            if l.tile_acc[t] >= 0 || r1 <= r0 {
+                continue;
+            }
+            capped |= r1 - r0 == TILE_ROWS;
+            // Lanes per row of a 256-thread block (the smallest g any
+            // block size >= 256 gives this tile).
+            let g = (256 / (r1 - r0)).clamp(1, 32);
+            let g = 1usize << g.ilog2();
+            warp_row |= (r0..r1).any(|r| (indptr[r + 1] - indptr[r]) as usize > 32 * g);
+        }
+        assert!(capped, "no tile at the row cap");
+        assert!(warp_row, "no row summed by a whole warp");
+    }
+}
+
+#[test]
+fn diagonal_edge_cases_have_the_layout() {
+    for (r, c) in [(3000, 2500), (200, 150)] {
+        let m = diagonal_matrix(r, c).unwrap();
+        let offs = sparserl_rt::dia::diagonal_offsets(&m).expect("qualifies");
+        assert_eq!(offs, vec![-37, -1, 0, 2, 64]);
+    }
+    let s = synth::stencil(&[24, 24, 24], 27).unwrap();
+    assert!(sparserl_rt::dia::diagonal_offsets(&s).is_some());
+}
+
+#[test]
+fn fine_variants_are_valid_new_and_bounded() {
+    let core: BTreeSet<String> = core_space().iter().map(Variant::id).collect();
+    let fine = fine_variants();
+    assert!(fine.len() >= 16, "{}", fine.len());
+    for v in &fine {
+        v.validate().unwrap();
+        assert!(v.block * v.min_blocks <= 512, "{v}");
+        assert!(!core.contains(&v.id()), "{v} is already in the core space");
+    }
+    assert!(fine.iter().any(|v| v.stream_y));
+    assert!(fine.iter().any(|v| v.block == 64));
+    assert!(fine.iter().any(|v| v.block == 1024));
+    let all = variant_list(VariantSet::All);
+    let ids: BTreeSet<String> = all.iter().map(Variant::id).collect();
+    assert_eq!(ids.len(), all.len());
+    assert_eq!(variant_list(VariantSet::Core).len(), full_space().len());
+}
+
+#[test]
+fn parses_error_summary() {
+    let memcheck =
+        "========= COMPUTE-SANITIZER\nsanitizer pass: done\n========= ERROR SUMMARY: 0 errors\n";
+    assert_eq!(parse_error_summary(memcheck), Some(0));
+    let errs = "========= Invalid __global__ read of size 4 bytes\n\
+                ========= ERROR SUMMARY: 1 error\n";
+    assert_eq!(parse_error_summary(errs), Some(1));
+    let two = "========= ERROR SUMMARY: 3 errors\nmore\n========= ERROR SUMMARY: 12 errors\n";
+    assert_eq!(parse_error_summary(two), Some(12));
+    let race = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n";
+    assert_eq!(parse_error_summary(race), Some(0));
+    let race = "========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)\n";
+    assert_eq!(parse_error_summary(race), Some(2));
+    assert_eq!(
+        parse_error_summary("RACECHECK SUMMARY: 1 hazard (x y)"),
+        None
+    );
+    assert_eq!(parse_error_summary(""), None);
+    assert_eq!(parse_error_summary("ERROR SUMMARY: lots"), None);
+}
+
+#[test]
+fn tail_keeps_last_lines() {
+    let text: String = (0..10).map(|i| format!("{i}\n")).collect();
+    assert_eq!(tail_lines(&text, 3), "7\n8\n9\n");
+    assert_eq!(tail_lines("a\nb", 5), "a\nb\n");
+}
+
+#[test]
+fn sample_columns_are_sorted_distinct_and_in_range() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for (cols, len) in [(10, 10), (10, 3), (1000, 900), (1000, 5), (5, 9)] {
+        let c = sample_columns(&mut rng, cols, len);
+        assert_eq!(c.len(), len.min(cols));
+        assert!(c.windows(2).all(|w| w[0] < w[1]));
+        assert!(c.iter().all(|&x| (x as usize) < cols));
+    }
+}
+
+#[test]
+fn cancellation_factor() {
+    let m = Csr::from_triplets(2, 2, &[(0, 0, 1.0), (1, 1, 2.0)]).unwrap();
+    assert!((cancellation(&m) - 1.0).abs() < 1e-12);
+    let c = Csr::from_triplets(1, 2, &[(0, 0, 1.0), (0, 1, -1.0)]).unwrap();
+    assert!(cancellation(&c) > 1.0);
+    assert_eq!(cancellation(&empty_matrix(3, 3).unwrap()), 1.0);
+}
+
+#[test]
+fn worse_treats_nan_as_infinite() {
+    assert_eq!(worse(1.0, 2.0), 2.0);
+    assert_eq!(worse(1.0, f64::NAN), f64::INFINITY);
+    assert_eq!(fmt_err(f64::INFINITY), "inf");
+}
