@@ -264,3 +264,97 @@ fn bad_descriptor_is_one_clear_error() {
     assert!(err.contains("\"spmv\""), "{err}");
     assert!(err.contains("Cargo.toml"), "{err}");
 }
+
+/// Child side of the process tests below: runs one build when
+/// `SPARSERL_TEST_CHILD_BUILD` = `crate|out|cache` is set.
+#[test]
+fn child_build() {
+    let Some(spec) = std::env::var_os("SPARSERL_TEST_CHILD_BUILD") else {
+        return; // only meaningful when spawned by the tests below
+    };
+    let spec = spec.to_string_lossy().to_string();
+    let parts: Vec<&str> = spec.split('|').collect();
+    builder(
+        Path::new(parts[0]),
+        Path::new(parts[1]),
+        Path::new(parts[2]),
+    )
+    .try_run()
+    .unwrap();
+}
+
+fn spawn_build(dir: &Path, out: &Path, cache: &Path) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_build", "--nocapture"])
+        .env(
+            "SPARSERL_TEST_CHILD_BUILD",
+            format!("{}|{}|{}", dir.display(), out.display(), cache.display()),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn builds_in_separate_processes_share_a_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, cache) = (tmp.path().join("crate"), tmp.path().join("cache"));
+    throwaway_crate(&dir);
+    let children: Vec<_> = (0..3)
+        .map(|i| spawn_build(&dir, &tmp.path().join(format!("out{i}")), &cache))
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success(), "a concurrent build failed");
+    }
+    let r = builder(&dir, &tmp.path().join("out-final"), &cache)
+        .try_run()
+        .unwrap();
+    assert!(r.kernels.iter().all(|k| k.cache == CacheStatus::Hit));
+}
+
+#[test]
+fn a_build_killed_part_way_leaves_a_usable_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("crate");
+    throwaway_crate(&dir);
+    // Killed at several points of its work, each on a fresh cache.
+    for (i, ms) in [20u64, 150, 400, 900].into_iter().enumerate() {
+        let cache = tmp.path().join(format!("cache{i}"));
+        let mut child = spawn_build(&dir, &tmp.path().join(format!("killed{i}")), &cache);
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        let left = walkdir_count(&cache);
+        eprintln!("killed at {ms} ms: {left} files in the cache");
+        // The next build succeeds (finishing or regenerating what is missing
+        // or damaged), and the one after finds everything in the cache.
+        let again = builder(&dir, &tmp.path().join(format!("again{i}")), &cache).try_run();
+        assert!(again.is_ok(), "after a kill at {ms} ms: {:?}", again.err());
+        let third = builder(&dir, &tmp.path().join(format!("third{i}")), &cache)
+            .try_run()
+            .unwrap();
+        assert!(
+            third.kernels.iter().all(|k| k.cache == CacheStatus::Hit),
+            "after a kill at {ms} ms"
+        );
+    }
+}
+
+fn walkdir_count(dir: &Path) -> usize {
+    fn walk(d: &Path, n: &mut usize) {
+        if let Ok(rd) = fs::read_dir(d) {
+            for e in rd.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, n);
+                } else {
+                    *n += 1;
+                }
+            }
+        }
+    }
+    let mut n = 0;
+    walk(dir, &mut n);
+    n
+}
