@@ -1,0 +1,98 @@
+//! Arguments of `cargo xtask bench`.
+
+use super::*;
+
+/// Which matrices to benchmark.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuiteArg {
+    /// Large synthetic matrices (well over L2).
+    Large,
+    /// Real matrices from `--matrices`.
+    Real,
+    /// Both.
+    All,
+}
+
+/// Which value types to benchmark.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueArg {
+    /// 32-bit floats.
+    F32,
+    /// 64-bit floats.
+    F64,
+    /// Both.
+    Both,
+}
+
+impl ValueArg {
+    pub(super) fn types(self) -> Vec<ValueType> {
+        match self {
+            ValueArg::F32 => vec![ValueType::F32],
+            ValueArg::F64 => vec![ValueType::F64],
+            ValueArg::Both => vec![ValueType::F32, ValueType::F64],
+        }
+    }
+}
+
+/// Arguments of `cargo xtask bench`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Matrix suite.
+    #[arg(long, value_enum, default_value = "all")]
+    pub suite: SuiteArg,
+    /// Value types for the real matrices.
+    #[arg(long, value_enum, default_value = "both")]
+    pub value: ValueArg,
+    /// Value types for the large synthetic matrices.
+    #[arg(long = "large-value", value_enum, default_value = "f32")]
+    pub large_value: ValueArg,
+    /// Directory of real Matrix Market matrices (default `.device/matrices`,
+    /// else `tests/fixtures/matrices`).
+    #[arg(long)]
+    pub matrices: Option<PathBuf>,
+    /// Output directory.
+    #[arg(long, default_value = "target/bench")]
+    pub out: PathBuf,
+    /// Search budget in seconds per large matrix.
+    #[arg(long, default_value_t = 6.0)]
+    pub budget_large: f64,
+    /// Search budget in seconds per real matrix.
+    #[arg(long, default_value_t = 2.0)]
+    pub budget_real: f64,
+    /// Small synthetic sizes, for a smoke run.
+    #[arg(long)]
+    pub quick: bool,
+    /// Total time guard in seconds: matrices not started by then are skipped
+    /// (and recorded as skipped).
+    #[arg(long, default_value_t = 480.0)]
+    pub max_seconds: f64,
+    /// Where to write the sweep dataset (default `<out>/sweep.json.gz`;
+    /// gzip-compressed when the name ends in `.gz`).
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// Timed repetitions per variant in the oracle sweep.
+    #[arg(long, default_value_t = 10)]
+    pub sweep_reps: u32,
+    /// Timed repetitions for the finalists (ours, template, oracle, cuSPARSE).
+    #[arg(long, default_value_t = 50)]
+    pub reps: u32,
+    /// Keep only matrices whose name or class is in this comma-separated
+    /// list (default: every matrix).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Also benchmark synthetic matrices of the training corpus (`xtask
+    /// collect`), as suite `corpus` with the real matrices' budget: `all`, or
+    /// a comma-separated list of names (default: none).
+    #[arg(long, value_delimiter = ',')]
+    pub corpus: Vec<String>,
+    /// File stem of the outputs (`<stem>.json`, `.md`, `.svg`).
+    #[arg(long, default_value = "spmv-h200")]
+    pub stem: String,
+}
+
+impl Args {
+    /// Whether the `--only` filter keeps a matrix.
+    pub(super) fn keeps(&self, name: &str, class: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name || o == class)
+    }
+}

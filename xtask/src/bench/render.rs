@@ -1,0 +1,286 @@
+//! Rendering: the Markdown table and the SVG plot.
+
+use super::*;
+
+pub(super) fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "-".to_string(),
+    }
+}
+
+pub(super) fn fmt_x(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.2}x"),
+        _ => "-".to_string(),
+    }
+}
+
+pub(super) fn fmt_nnz(n: usize) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else if n >= 1_000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+pub(super) fn short_alg(a: &str) -> &str {
+    a.strip_prefix("CUSPARSE_SPMV_").unwrap_or(a)
+}
+
+pub(super) fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+pub(super) fn summary_bullets(out: &mut String, label: &str, s: &SummaryPart) {
+    let _ = writeln!(
+        out,
+        "- {label}: speedup vs cuSPARSE (geomean) large **{}**, real {}; \
+         real per-call latency {} (back to back), {} (graph replay); \
+         min speedup {} on {}; ours vs template {}; ours vs oracle {}; \
+         {} rows, ours failed {}, cuSPARSE failed {}",
+        fmt_x(s.geomean_speedup_large),
+        fmt_x(s.geomean_speedup_real),
+        fmt_x(s.geomean_speedup_real_latency),
+        fmt_x(s.geomean_speedup_real_graph),
+        fmt_x(s.min_speedup),
+        s.min_speedup_matrix.as_deref().unwrap_or("-"),
+        fmt_x(s.geomean_ours_vs_template),
+        fmt_x(s.geomean_ours_vs_oracle),
+        s.rows,
+        s.ours_failures,
+        s.cusparse_failures,
+    );
+}
+
+/// The summary part of the markdown report.
+pub fn render_summary_md(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## Summary\n");
+    for (label, part) in [
+        ("all", &r.summary.all),
+        ("f32", &r.summary.f32),
+        ("f64", &r.summary.f64),
+    ] {
+        if part.rows > 0 {
+            summary_bullets(&mut out, label, part);
+        }
+    }
+    if r.summary.skipped > 0 {
+        let _ = writeln!(out, "- skipped: {} (see below)", r.summary.skipped);
+    }
+    out
+}
+
+/// The markdown report (`spmv-h200.md`).
+pub fn render_markdown(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# SpMV benchmark: SparseRL vs cuSPARSE\n");
+    let _ = writeln!(out, "- GPU: {}", r.gpu);
+    let _ = writeln!(out, "- Driver: {}", r.driver);
+    let _ = writeln!(out, "- Date: {}", r.date);
+    let _ = writeln!(out, "- Command: `{}`", r.command);
+    let _ = writeln!(out, "- Copy bandwidth: {:.0} GB/s", r.copy_gbs);
+    let _ = writeln!(
+        out,
+        "- Search budget: {} s per large matrix, {} s per real matrix; cuSPARSE preprocess: {}; \
+         total {:.0} s{}",
+        r.budgets[0],
+        r.budgets[1],
+        if r.cusparse_preprocess { "yes" } else { "no" },
+        r.elapsed_seconds,
+        if r.quick { " (quick sizes)" } else { "" }
+    );
+    let _ = writeln!(
+        out,
+        "\nGB/s = compulsory bytes of CSR (values, indices, row pointers, x, y once) / median \
+         time, for every kernel whatever layout it reads, so GB/s compare times. A kernel that \
+         reads a smaller layout (diagonal: no indices, no row pointers; narrow: 16-bit column \
+         offsets) can exceed the copy bandwidth in these units; `memory vs CSR` is the device \
+         bytes of the layout our kernel reads over those of CSR. Speedup = ours / best cuSPARSE \
+         algorithm; ours and that algorithm are timed twice, one right after the other, and \
+         each keeps its faster median. Every kernel was checked against a float64 reference \
+         before timing; `FAIL` marks a failed check.\n"
+    );
+    out.push_str(&render_summary_md(r));
+    for suite in ["large", "real", "corpus"] {
+        for value in ["f32", "f64"] {
+            let rows: Vec<&Row> = r
+                .rows
+                .iter()
+                .filter(|x| x.suite == suite && x.value == value)
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let real = suite == "real";
+            let _ = writeln!(out, "\n## {suite} matrices, {value}\n");
+            let mut head = String::from(
+                "| matrix | class | nnz | ours GB/s | cuSPARSE GB/s (alg) | template GB/s | \
+                 oracle GB/s | speedup | % copy | variant | memory vs CSR |",
+            );
+            let mut sep = String::from("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+            if real {
+                head += " ours us | ours graph us | cuSPARSE us | cuSPARSE graph us |";
+                sep += "---:|---:|---:|---:|";
+            }
+            let _ = writeln!(out, "{head}\n{sep}");
+            for x in rows {
+                let ours = match (x.ours_gbs, &x.ours_error) {
+                    (Some(g), _) => format!("{g:.0}"),
+                    (None, e) => format!("FAIL ({})", md_cell(e.as_deref().unwrap_or("?"))),
+                };
+                let cus = match (x.cusparse_gbs, &x.cusparse_alg) {
+                    (Some(g), Some(a)) => format!("{g:.0} ({})", short_alg(a)),
+                    (Some(g), None) => format!("{g:.0}"),
+                    (None, _) => format!(
+                        "FAIL ({})",
+                        md_cell(x.cusparse_error.as_deref().unwrap_or("?"))
+                    ),
+                };
+                let _ = write!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    md_cell(&x.matrix),
+                    md_cell(&x.class),
+                    fmt_nnz(x.nnz),
+                    ours,
+                    cus,
+                    fmt_opt(x.template_gbs, 0),
+                    fmt_opt(x.oracle_gbs, 0),
+                    fmt_x(x.speedup_vs_cusparse),
+                    fmt_opt(x.pct_copy, 1),
+                    x.variant.as_deref().unwrap_or("-"),
+                    if x.csr_bytes > 0 && x.device_bytes > 0 {
+                        format!("{:.2}", x.device_bytes as f64 / x.csr_bytes as f64)
+                    } else {
+                        "-".into()
+                    },
+                );
+                if real {
+                    let graph = if x.cusparse_graph_us.is_none() && x.cusparse_gbs.is_some() {
+                        "n/a".to_string()
+                    } else {
+                        fmt_opt(x.cusparse_graph_us, 2)
+                    };
+                    let _ = write!(
+                        out,
+                        " {} | {} | {} | {} |",
+                        fmt_opt(x.ours_latency_us, 2),
+                        fmt_opt(x.ours_graph_us, 2),
+                        fmt_opt(x.cusparse_latency_us, 2),
+                        graph
+                    );
+                }
+                out.push('\n');
+            }
+        }
+    }
+    let notes: Vec<String> = r
+        .rows
+        .iter()
+        .flat_map(|x| {
+            x.notes
+                .iter()
+                .map(move |n| format!("- {} ({}): {}", x.matrix, x.value, md_cell(n)))
+        })
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\n## Notes\n");
+        for n in notes {
+            let _ = writeln!(out, "{n}");
+        }
+    }
+    if !r.skipped.is_empty() {
+        let _ = writeln!(out, "\n## Skipped\n");
+        for s in &r.skipped {
+            let _ = writeln!(
+                out,
+                "- {} ({}, {}): {}",
+                s.matrix,
+                s.suite,
+                s.value,
+                md_cell(&s.reason)
+            );
+        }
+    }
+    out
+}
+
+/// Draws speedup vs cuSPARSE per matrix (x = nnz, log scale) into an SVG file.
+pub fn render_svg(rows: &[Row], path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let points = |value: &str| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter(|r| r.value == value && r.nnz > 0)
+            .filter_map(|r| r.speedup_vs_cusparse.map(|s| (r.nnz as f64, s)))
+            .filter(|p| p.1.is_finite())
+            .collect()
+    };
+    let (p32, p64) = (points("f32"), points("f64"));
+    let all: Vec<&(f64, f64)> = p32.iter().chain(&p64).collect();
+    let xmin = all.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let xmax = all.iter().map(|p| p.0).fold(0.0, f64::max);
+    let (xmin, xmax) = if all.is_empty() {
+        (1e3, 1e9)
+    } else {
+        ((xmin / 2.0).max(1.0), xmax * 2.0)
+    };
+    let ymax = all.iter().map(|p| p.1).fold(1.5f64, f64::max) * 1.15;
+    let err = |e: &dyn std::fmt::Display| anyhow!("drawing {}: {e}", path.display());
+    let root = SVGBackend::new(path, (960, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "SpMV speedup vs best cuSPARSE algorithm",
+            ("sans-serif", 22),
+        )
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(56)
+        .build_cartesian_2d((xmin..xmax).log_scale(), 0f64..ymax)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("nonzeros")
+        .y_desc("speedup (ours / cuSPARSE)")
+        .x_label_formatter(&|v| format!("{v:.0e}"))
+        .y_label_formatter(&|v| format!("{v:.1}"))
+        .draw()
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(LineSeries::new(
+            vec![(xmin, 1.0), (xmax, 1.0)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(|e| err(&e))?
+        .label("1.0 = cuSPARSE")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+    chart
+        .draw_series(
+            p32.iter()
+                .map(|&(x, y)| Circle::new((x, y), 5, BLUE.filled())),
+        )
+        .map_err(|e| err(&e))?
+        .label("f32")
+        .legend(|(x, y)| Circle::new((x + 9, y), 5, BLUE.filled()));
+    chart
+        .draw_series(
+            p64.iter()
+                .map(|&(x, y)| TriangleMarker::new((x, y), 6, RED.filled())),
+        )
+        .map_err(|e| err(&e))?
+        .label("f64")
+        .legend(|(x, y)| TriangleMarker::new((x + 9, y), 6, RED.filled()));
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.85))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
