@@ -53,6 +53,33 @@ pub struct Args {
     pub replot: Option<PathBuf>,
 }
 
+/// Time per iteration of ours and of the vendor's two forms, and of our
+/// SpMV alone and fused (shared by the CG and PageRank cases).
+#[derive(Debug, Serialize, Deserialize)]
+struct Timing {
+    ours_us_per_iter: f64,
+    vendor_graph_us_per_iter: f64,
+    vendor_textbook_us_per_iter: f64,
+    speedup_vs_graph: f64,
+    speedup_vs_textbook: f64,
+    spmv_us: f64,
+    spmv_fused_us: f64,
+}
+
+impl Timing {
+    fn new(ours: f64, graph: f64, textbook: f64, spmv: f64, fused: f64) -> Timing {
+        Timing {
+            ours_us_per_iter: ours,
+            vendor_graph_us_per_iter: graph,
+            vendor_textbook_us_per_iter: textbook,
+            speedup_vs_graph: graph / ours,
+            speedup_vs_textbook: textbook / ours,
+            spmv_us: spmv,
+            spmv_fused_us: fused,
+        }
+    }
+}
+
 /// One CG case.
 #[derive(Debug, Serialize, Deserialize)]
 struct CgCase {
@@ -61,13 +88,8 @@ struct CgCase {
     rows: usize,
     nnz: usize,
     variant: String,
-    ours_us_per_iter: f64,
-    vendor_graph_us_per_iter: f64,
-    vendor_textbook_us_per_iter: f64,
-    speedup_vs_graph: f64,
-    speedup_vs_textbook: f64,
-    spmv_us: f64,
-    spmv_fused_us: f64,
+    #[serde(flatten)]
+    t: Timing,
     iterations: usize,
     ours_rel_residual: f64,
     vendor_rel_residual: f64,
@@ -88,13 +110,8 @@ struct PrCase {
     n: usize,
     nnz: usize,
     variant: String,
-    ours_us_per_iter: f64,
-    vendor_graph_us_per_iter: f64,
-    vendor_textbook_us_per_iter: f64,
-    speedup_vs_graph: f64,
-    speedup_vs_textbook: f64,
-    spmv_us: f64,
-    spmv_fused_us: f64,
+    #[serde(flatten)]
+    t: Timing,
     iterations: usize,
     ours_l1_vs_cpu: f64,
     vendor_l1_vs_cpu: f64,
@@ -266,13 +283,13 @@ fn cg_case<T: Scalar>(
         rows: n,
         nnz: a.nnz(),
         variant: variant.id(),
-        ours_us_per_iter: ours_us,
-        vendor_graph_us_per_iter: v.graph_us_per_iter,
-        vendor_textbook_us_per_iter: v.textbook_us_per_iter,
-        speedup_vs_graph: v.graph_us_per_iter / ours_us,
-        speedup_vs_textbook: v.textbook_us_per_iter / ours_us,
-        spmv_us,
-        spmv_fused_us,
+        t: Timing::new(
+            ours_us,
+            v.graph_us_per_iter,
+            v.textbook_us_per_iter,
+            spmv_us,
+            spmv_fused_us,
+        ),
         iterations: rep.launched,
         ours_rel_residual: ours_res,
         vendor_rel_residual: v.rel_residual,
@@ -393,13 +410,13 @@ fn pr_case(
         n,
         nnz: m.nnz(),
         variant: variant.id(),
-        ours_us_per_iter: ours_us,
-        vendor_graph_us_per_iter: v.graph_us_per_iter,
-        vendor_textbook_us_per_iter: v.textbook_us_per_iter,
-        speedup_vs_graph: v.graph_us_per_iter / ours_us,
-        speedup_vs_textbook: v.textbook_us_per_iter / ours_us,
-        spmv_us,
-        spmv_fused_us,
+        t: Timing::new(
+            ours_us,
+            v.graph_us_per_iter,
+            v.textbook_us_per_iter,
+            spmv_us,
+            spmv_fused_us,
+        ),
         iterations: rep.iterations,
         ours_l1_vs_cpu: ours_l1,
         vendor_l1_vs_cpu: vendor_l1,
@@ -424,13 +441,13 @@ fn markdown(r: &Report) -> String {
             c.name,
             c.value,
             c.variant,
-            c.ours_us_per_iter,
-            c.vendor_graph_us_per_iter,
-            c.vendor_textbook_us_per_iter,
-            c.speedup_vs_graph,
+            c.t.ours_us_per_iter,
+            c.t.vendor_graph_us_per_iter,
+            c.t.vendor_textbook_us_per_iter,
+            c.t.speedup_vs_graph,
             c.floor_us_per_iter,
-            c.spmv_us,
-            c.spmv_fused_us,
+            c.t.spmv_us,
+            c.t.spmv_fused_us,
             c.iterations,
             c.ours_rel_residual,
             c.vendor_rel_residual,
@@ -449,13 +466,13 @@ fn markdown(r: &Report) -> String {
             c.n,
             c.nnz,
             c.variant,
-            c.ours_us_per_iter,
-            c.vendor_graph_us_per_iter,
-            c.vendor_textbook_us_per_iter,
-            c.speedup_vs_graph,
+            c.t.ours_us_per_iter,
+            c.t.vendor_graph_us_per_iter,
+            c.t.vendor_textbook_us_per_iter,
+            c.t.speedup_vs_graph,
             c.floor_us_per_iter,
-            c.spmv_us,
-            c.spmv_fused_us,
+            c.t.spmv_us,
+            c.t.spmv_fused_us,
             c.iterations,
             c.ours_l1_vs_cpu,
             c.vendor_l1_vs_cpu,
@@ -571,7 +588,7 @@ pub fn run(args: Args) -> Result<()> {
             copy_gbs,
         )?);
     }
-    let real: Vec<f64> = pagerank[1..].iter().map(|c| c.speedup_vs_graph).collect();
+    let real: Vec<f64> = pagerank[1..].iter().map(|c| c.t.speedup_vs_graph).collect();
     let report = Report {
         gpu: gpu.name().to_string(),
         commit: args.commit.clone(),
@@ -579,9 +596,9 @@ pub fn run(args: Args) -> Result<()> {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         copy_gbs,
         summary: Summary {
-            cg_poisson3d_f64_speedup: cg[0].speedup_vs_graph,
-            cg_poisson2d_f32_speedup: cg[1].speedup_vs_graph,
-            pagerank_powerlaw_f32_speedup: pagerank[0].speedup_vs_graph,
+            cg_poisson3d_f64_speedup: cg[0].t.speedup_vs_graph,
+            cg_poisson2d_f32_speedup: cg[1].t.speedup_vs_graph,
+            pagerank_powerlaw_f32_speedup: pagerank[0].t.speedup_vs_graph,
             pagerank_real_geomean_speedup: crate::common::geomean(&real),
             poisson3d_memory_ratio: cg[0].memory_ratio,
         },

@@ -14,17 +14,17 @@ pub fn write(r: &Report, path: &Path) -> Result<()> {
     for c in &r.cg {
         cases.push((
             format!("CG {}", c.name),
-            c.speedup_vs_graph,
-            c.speedup_vs_textbook,
-            c.floor_us_per_iter / c.ours_us_per_iter,
+            c.t.speedup_vs_graph,
+            c.t.speedup_vs_textbook,
+            c.floor_us_per_iter / c.t.ours_us_per_iter,
         ));
     }
     for c in &r.pagerank {
         cases.push((
             format!("PR {}", c.name),
-            c.speedup_vs_graph,
-            c.speedup_vs_textbook,
-            c.floor_us_per_iter / c.ours_us_per_iter,
+            c.t.speedup_vs_graph,
+            c.t.speedup_vs_textbook,
+            c.floor_us_per_iter / c.t.ours_us_per_iter,
         ));
     }
     let n = cases.len().max(1);
