@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use thiserror::Error;
 
-pub use crate::entry::{BuildReport, CacheStatus, Entry, KernelReport};
+pub use crate::entry::{ArchImages, BuildReport, CacheStatus, Entry, FusedImage, KernelReport};
+use sparserl_rt::Provenance;
 
 /// Env var selecting the mode: `full`, `policy` or `off`.
 pub const ENV_MODE: &str = "SPARSERL_MODE";
@@ -463,7 +464,7 @@ impl Builder {
                 .text("generator", &generator)
                 .text("policy", &policy_version)
                 .text("choice", &source_label)
-                .text("entry-format", "4")
+                .text("entry-format", "5")
                 .text("arch", &archs.join(","))
                 .text(
                     "nvrtc",
@@ -528,14 +529,17 @@ impl Builder {
             if let Some(p) = &entry.fallback_ptx {
                 write(&kernel_dir.join(format!("{}.fallback.ptx", decl.name)), p)?;
             }
-            for (arch, p, f) in &entry.ptx_by_arch {
-                write(&kernel_dir.join(format!("{}.{arch}.ptx", decl.name)), p)?;
+            for img in &entry.images {
+                let arch = &img.arch;
+                write(
+                    &kernel_dir.join(format!("{}.{arch}.ptx", decl.name)),
+                    &img.ptx,
+                )?;
                 write(
                     &kernel_dir.join(format!("{}.fallback.{arch}.ptx", decl.name)),
-                    f,
+                    &img.fallback_ptx,
                 )?;
-            }
-            for (arch, c, f) in &entry.cubin_by_arch {
+                let Some((c, f)) = &img.cubins else { continue };
                 for (path, bytes) in [
                     (kernel_dir.join(format!("{}.{arch}.cubin", decl.name)), c),
                     (
@@ -611,11 +615,11 @@ impl Builder {
             .collect();
         let n = feats.len().max(1) as f64;
         let avg = |f: fn(&Features) -> f64| feats.iter().map(f).sum::<f64>() / n;
-        let tuned_for = [
-            avg(|f| f.mean_row),
-            avg(|f| f.cv_row),
-            avg(|f| f.max_over_mean),
-        ];
+        let tuned_for = sparserl_rt::TunedFor {
+            mean_row: avg(|f| f.mean_row),
+            cv_row: avg(|f| f.cv_row),
+            max_over_mean: avg(|f| f.max_over_mean),
+        };
         let first = feats.first().copied().unwrap_or_default();
         let policy = in_use.policy.as_ref();
         let mut trials = Vec::new();
@@ -627,14 +631,14 @@ impl Builder {
             tuned_on = Some(l.gpu.clone());
             (
                 l.variant,
-                "lock-file",
+                Provenance::LockFile,
                 format!("from the lock file: {:.0} GB/s on {}", l.gbs, l.gpu),
             )
         } else {
             match (mode, gpu) {
                 (Mode::Off, _) => (
                     Variant::FALLBACK,
-                    "fallback",
+                    Provenance::Fallback,
                     "fallback (search off)".to_string(),
                 ),
                 (Mode::Full, Some(g)) => {
@@ -675,7 +679,7 @@ impl Builder {
                     trials = out.trials;
                     (
                         out.winner,
-                        "measured",
+                        Provenance::Measured,
                         format!(
                             "measured: {:.0} GB/s, {pct:.0}% of copy, {} candidates",
                             out.gbs, out.candidates
@@ -691,13 +695,13 @@ impl Builder {
                             let est = gpu_estimate_note(p.score);
                             (
                                 p.variant,
-                                "policy",
+                                Provenance::Policy,
                                 format!("policy pick ({}), predicted {est}", policy.name()),
                             )
                         }
                         None => (
                             Variant::FALLBACK,
-                            "fallback",
+                            Provenance::Fallback,
                             "fallback (policy had no proposal)".into(),
                         ),
                     }
@@ -727,7 +731,11 @@ impl Builder {
                     .find(|(f, _)| f == e)
                     .map(|(_, n)| n.clone())
                     .unwrap_or_default();
-                (e.as_str().to_string(), in_chosen, in_fallback)
+                FusedImage {
+                    epilogue: *e,
+                    entry: in_chosen,
+                    fallback_entry: in_fallback,
+                }
             })
             .collect();
         let ptx = |src: &str, arch: &str| -> Result<String, BuildError> {
@@ -737,45 +745,46 @@ impl Builder {
                 message: e.to_string(),
             })
         };
-        let mut ptx_by_arch = Vec::new();
+        // PTX for every target, and cubins (SASS) when ptxas is found, so a
+        // device of a listed architecture loads the kernel without
+        // compiling; PTX stays for newer devices.
+        let with_cubins = compile && sparserl_rt::nvrtc::ptxas_available();
+        let cubin = |ptx: &str, arch: &str| {
+            sparserl_rt::nvrtc::assemble_cubin(ptx, arch).map_err(|e| BuildError::Compile {
+                kernel: decl.name.clone(),
+                message: e.to_string(),
+            })
+        };
+        let mut images = Vec::new();
         if compile {
             for arch in archs {
-                ptx_by_arch.push((
-                    arch.clone(),
-                    ptx(&chosen.source, arch)?,
-                    ptx(&fallback.source, arch)?,
-                ));
+                let (p, f) = (ptx(&chosen.source, arch)?, ptx(&fallback.source, arch)?);
+                let cubins = if with_cubins {
+                    Some((cubin(&p, arch)?, cubin(&f, arch)?))
+                } else {
+                    None
+                };
+                images.push(ArchImages {
+                    arch: arch.clone(),
+                    ptx: p,
+                    fallback_ptx: f,
+                    cubins,
+                });
             }
         }
-        // Cubins (SASS) for every target, so a device of a listed
-        // architecture loads the kernel without compiling; PTX stays for
-        // newer devices.
-        let mut cubin_by_arch = Vec::new();
-        if compile && sparserl_rt::nvrtc::ptxas_available() {
-            let cubin = |ptx: &str, arch: &str| {
-                sparserl_rt::nvrtc::assemble_cubin(ptx, arch).map_err(|e| BuildError::Compile {
-                    kernel: decl.name.clone(),
-                    message: e.to_string(),
-                })
-            };
-            for (arch, p, f) in &ptx_by_arch {
-                cubin_by_arch.push((arch.clone(), cubin(p, arch)?, cubin(f, arch)?));
-            }
-        }
-        let lowest = ptx_by_arch.first().cloned();
+        let lowest = images.first();
         Ok(Entry {
             name: decl.name.clone(),
             value: decl.value,
             variant,
-            provenance: provenance.to_string(),
+            provenance,
             note,
             predicted,
             measured_gbs,
-            arch: archs.join(","),
-            ptx: lowest.as_ref().map(|l| l.1.clone()),
-            fallback_ptx: lowest.as_ref().map(|l| l.2.clone()),
-            ptx_by_arch,
-            cubin_by_arch,
+            arch: archs.to_vec(),
+            ptx: lowest.map(|l| l.ptx.clone()),
+            fallback_ptx: lowest.map(|l| l.fallback_ptx.clone()),
+            images,
             tuned_on,
             entry: chosen.entry,
             source: chosen.source,

@@ -36,23 +36,23 @@ fn variant_expr(v: &sparserl_rt::Variant) -> String {
     )
 }
 
-fn fused_list(fused: &[(String, Option<String>, String)]) -> String {
+fn fused_list(fused: &[crate::entry::FusedImage]) -> String {
     fused
         .iter()
-        .filter_map(|(ep, entry, fallback)| {
-            let variant = match sparserl_rt::Epilogue::parse(ep)? {
+        .map(|f| {
+            let variant = match f.epilogue {
                 sparserl_rt::Epilogue::Axpby => "Axpby",
                 sparserl_rt::Epilogue::Dot => "Dot",
                 sparserl_rt::Epilogue::AxpbyDot => "AxpbyDot",
             };
-            let entry = match entry {
+            let entry = match &f.entry {
                 Some(e) => format!("Some({})", rust_str(e)),
                 None => "None".into(),
             };
-            Some(format!(
+            format!(
                 "::sparserl_rt::FusedEntry {{ epilogue: ::sparserl_rt::Epilogue::{variant}, entry: {entry}, fallback_entry: {} }}",
-                rust_str(fallback)
-            ))
+                rust_str(&f.fallback_entry)
+            )
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -66,19 +66,15 @@ fn f64_lit(x: f64) -> String {
     }
 }
 
-fn arch_list(
-    name: &str,
-    archs: &[(String, String, String)],
-    cubins: &[(String, Vec<u8>, Vec<u8>)],
-) -> String {
+fn arch_list(name: &str, images: &[crate::entry::ArchImages]) -> String {
     let bytes = |file: String| {
         format!("Some(include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{KERNEL_DIR}/{file}\")))")
     };
-    archs
+    images
         .iter()
-        .map(|(arch, _, _)| {
-            let has_cubin = cubins.iter().any(|(a, _, _)| a == arch);
-            let (cubin, fallback_cubin) = if has_cubin {
+        .map(|img| {
+            let arch = &img.arch;
+            let (cubin, fallback_cubin) = if img.cubins.is_some() {
                 (
                     bytes(format!("{name}.{arch}.cubin")),
                     bytes(format!("{name}.fallback.{arch}.cubin")),
@@ -105,11 +101,11 @@ pub fn render(entries: &[(String, Entry)]) -> String {
     for (type_name, e) in entries {
         let static_name = format!("{}_SPEC", e.name.to_uppercase());
         let rust_ty = e.value.as_str();
-        let provenance = match e.provenance.as_str() {
-            "measured" => "Measured",
-            "lock-file" => "LockFile",
-            "policy" => "Policy",
-            _ => "Fallback",
+        let provenance = match e.provenance {
+            sparserl_rt::Provenance::Measured => "Measured",
+            sparserl_rt::Provenance::LockFile => "LockFile",
+            sparserl_rt::Provenance::Policy => "Policy",
+            sparserl_rt::Provenance::Fallback => "Fallback",
         };
         let _ = write!(
             s,
@@ -161,10 +157,10 @@ pub fn render(entries: &[(String, Entry)]) -> String {
                     .map(|_| format!("{}.fallback.ptx", e.name))
                     .as_deref()
             ),
-            m = f64_lit(e.tuned_for[0]),
-            cv = f64_lit(e.tuned_for[1]),
-            mm = f64_lit(e.tuned_for[2]),
-            archs = arch_list(&e.name, &e.ptx_by_arch, &e.cubin_by_arch),
+            m = f64_lit(e.tuned_for.mean_row),
+            cv = f64_lit(e.tuned_for.cv_row),
+            mm = f64_lit(e.tuned_for.max_over_mean),
+            archs = arch_list(&e.name, &e.images),
             fused = fused_list(&e.fused),
             tuned_on = match &e.tuned_on {
                 Some(g) => format!("Some({})", rust_str(g)),

@@ -26,16 +26,16 @@ pub struct Entry {
     pub value: ValueType,
     /// Chosen variant.
     pub variant: Variant,
-    /// `measured`, `lock-file`, `policy` or `fallback`.
-    pub provenance: String,
+    /// How the variant was chosen.
+    pub provenance: sparserl_rt::Provenance,
     /// One-line human explanation of the choice.
     pub note: String,
     /// Predicted fraction of copy bandwidth (policy picks), an estimate.
     pub predicted: Option<f64>,
     /// Measured GB/s of the winner (measured or locked choices).
     pub measured_gbs: Option<f64>,
-    /// Target architectures of the PTX, comma-separated, lowest first.
-    pub arch: String,
+    /// Target architectures of the images, lowest first.
+    pub arch: Vec<String>,
     /// Entry point.
     pub entry: String,
     /// CUDA source.
@@ -48,22 +48,17 @@ pub struct Entry {
     pub fallback_source: String,
     /// Fallback PTX.
     pub fallback_ptx: Option<String>,
-    /// `(arch, PTX, fallback PTX)` for every target architecture, lowest first.
+    /// The compiled images for every target architecture, lowest first.
     #[serde(default)]
-    pub ptx_by_arch: Vec<(String, String, String)>,
+    pub images: Vec<ArchImages>,
     /// The GPU a measured or locked variant was measured on.
     #[serde(default)]
     pub tuned_on: Option<String>,
-    /// `(arch, cubin, fallback cubin)` for the target architectures `ptxas`
-    /// assembled (every one when it was found at build time).
+    /// The fused epilogues' entry points.
     #[serde(default)]
-    pub cubin_by_arch: Vec<(String, Vec<u8>, Vec<u8>)>,
-    /// Fused epilogues: (epilogue, entry in the chosen PTX when the variant
-    /// fuses, entry in the fallback PTX).
-    #[serde(default)]
-    pub fused: Vec<(String, Option<String>, String)>,
-    /// mean row length, cv, max/mean of the samples.
-    pub tuned_for: [f64; 3],
+    pub fused: Vec<FusedImage>,
+    /// Row statistics of the samples (runtime dispatch compares with them).
+    pub tuned_for: sparserl_rt::TunedFor,
     /// Features of each sample (policy input), in `Features::NAMES` order.
     pub sample_features: Vec<Vec<f64>>,
     /// Every measurement of the search (empty unless measured).
@@ -102,4 +97,28 @@ pub struct BuildReport {
     pub module: PathBuf,
     /// Persistent cache directory, if enabled.
     pub cache_dir: Option<PathBuf>,
+}
+
+/// The images of one kernel for one target architecture.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ArchImages {
+    /// Target, e.g. `sm_90`.
+    pub arch: String,
+    /// PTX of the chosen variant.
+    pub ptx: String,
+    /// PTX of the fallback.
+    pub fallback_ptx: String,
+    /// Cubins (chosen, fallback) when `ptxas` was found at build time.
+    pub cubins: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The entry points of one declared fused epilogue.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FusedImage {
+    /// The epilogue.
+    pub epilogue: sparserl_rt::Epilogue,
+    /// Its entry in the chosen PTX, `None` when the variant cannot fuse.
+    pub entry: Option<String>,
+    /// Its entry in the fallback PTX.
+    pub fallback_entry: String,
 }

@@ -77,6 +77,17 @@ impl serde::Serialize for Epilogue {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Epilogue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Epilogue::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown epilogue {s:?}, expected one of axpby, dot, axpby-dot"
+            ))
+        })
+    }
+}
+
 impl fmt::Display for Epilogue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -3,7 +3,8 @@
 use crate::variant::{ValueType, Variant};
 
 /// Where a kernel's code came from at build time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Provenance {
     /// Measured search on the build machine's GPU.
     Measured,
@@ -17,7 +18,7 @@ pub enum Provenance {
 
 /// A few statistics of the pattern a kernel was tuned for, used by runtime
 /// dispatch to notice a matrix far from it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TunedFor {
     /// Mean nonzeros per row of the tuning samples.
     pub mean_row: f64,
@@ -25,6 +26,24 @@ pub struct TunedFor {
     pub cv_row: f64,
     /// Longest row divided by the mean row length.
     pub max_over_mean: f64,
+}
+
+impl Provenance {
+    /// `measured`, `lock-file`, `policy` or `fallback`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Provenance::Measured => "measured",
+            Provenance::LockFile => "lock-file",
+            Provenance::Policy => "policy",
+            Provenance::Fallback => "fallback",
+        }
+    }
+}
+
+impl std::fmt::Display for Provenance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The PTX of a kernel and of its fallback for one target architecture,

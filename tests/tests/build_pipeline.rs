@@ -93,9 +93,9 @@ fn generates_caches_and_refills_out_dir() {
                 .expect("PTX must be generated when NVRTC is present");
             assert!(fs::read_to_string(ptx).unwrap().contains(&k.entry.entry));
             // No GPU and no `arch` in the descriptor: PTX for sm_80 and sm_90.
-            let archs: Vec<&str> = k.entry.ptx_by_arch.iter().map(|a| a.0.as_str()).collect();
+            let archs: Vec<&str> = k.entry.images.iter().map(|a| a.arch.as_str()).collect();
             assert_eq!(archs, ["sm_80", "sm_90"]);
-            for (arch, _, _) in &k.entry.ptx_by_arch {
+            for arch in k.entry.images.iter().map(|a| &a.arch) {
                 let p = k
                     .source_path
                     .with_file_name(format!("{}.{arch}.ptx", k.name));
@@ -103,7 +103,7 @@ fn generates_caches_and_refills_out_dir() {
                 assert!(text.contains(&format!(".target {arch}")), "{}", p.display());
             }
         }
-        assert_eq!(k.entry.provenance, "policy");
+        assert_eq!(k.entry.provenance, sparserl_rt::Provenance::Policy);
     }
 
     // Nothing changed: every kernel is a cache hit, outputs identical.
@@ -228,8 +228,14 @@ fn fresh_lock_entries_win_and_stale_ones_are_ignored() {
         .try_run()
         .unwrap();
     assert_eq!(r.kernels[0].entry.variant, locked);
-    assert_eq!(r.kernels[0].entry.provenance, "lock-file");
-    assert_eq!(r.kernels[1].entry.provenance, "fallback");
+    assert_eq!(
+        r.kernels[0].entry.provenance,
+        sparserl_rt::Provenance::LockFile
+    );
+    assert_eq!(
+        r.kernels[1].entry.provenance,
+        sparserl_rt::Provenance::Fallback
+    );
     assert_eq!(r.kernels[1].entry.variant, sparserl_rt::Variant::FALLBACK);
     // Same bytes every time from the lock file.
     let again = builder(&dir, &tmp.path().join("out2"), &tmp.path().join("cache2"))

@@ -85,7 +85,11 @@ pub fn run(args: Args) -> Result<()> {
         );
         println!("             source {}", k.source_path.display());
         match &k.ptx_path {
-            Some(p) => println!("             PTX    {} ({})", p.display(), k.entry.arch),
+            Some(p) => println!(
+                "             PTX    {} ({})",
+                p.display(),
+                k.entry.arch.join(", ")
+            ),
             None => println!(
                 "             PTX    none (NVRTC unavailable at build time; compiled at first use)"
             ),
