@@ -338,16 +338,16 @@ fn upload_padded<T: DeviceRepr + ValidAsZeroBits + Copy>(
 ///
 /// When the matrix qualifies (see [`crate::dia`]), the upload also builds the
 /// diagonal layout that [`Strategy::Diagonal`](crate::Strategy::Diagonal)
-/// kernels read ([`DeviceCsr::diagonals`]); it costs about one value per
+/// kernels read (`DeviceCsr::diagonals`); it costs about one value per
 /// nonzero of extra device memory. A matrix with long rows also gets the
 /// small row-binned layout of [`Strategy::Binned`](crate::Strategy::Binned)
-/// kernels ([`DeviceCsr::binned`], see [`crate::binned`]), and every matrix
+/// kernels (`DeviceCsr::binned`, see [`crate::binned`]), and every matrix
 /// gets the small tile layout of [`Strategy::Tiled`](crate::Strategy::Tiled)
-/// kernels ([`DeviceCsr::tiled`], see [`crate::tiled`]; 12 bytes per tile of
+/// kernels (`DeviceCsr::tiled`, see [`crate::tiled`]; 12 bytes per tile of
 /// up to 1024 nonzeros). A matrix whose nonzeros all lie within 32767 of the
 /// diagonal also gets the 16-bit column offsets of
 /// [`Strategy::Narrow`](crate::Strategy::Narrow) kernels
-/// ([`DeviceCsr::narrow`], see [`crate::narrow`]; 2 bytes per nonzero).
+/// (`DeviceCsr::narrow`, see [`crate::narrow`]; 2 bytes per nonzero).
 /// [`DeviceCsr::upload_with`] builds only chosen layouts, and
 /// [`DeviceCsr::drop_layouts`] frees them when no such kernel will run.
 pub struct DeviceCsr<T: Scalar> {
@@ -613,18 +613,30 @@ impl<T: Scalar> DeviceCsr<T> {
     }
     /// Row pointers (`rows + 1` entries; a one-element placeholder when
     /// neither the CSR arrays nor the narrow layout were kept, see [`DeviceCsr::has_csr`]).
-    pub fn indptr(&self) -> &CudaSlice<i32> {
+    pub(crate) fn indptr(&self) -> &CudaSlice<i32> {
         &self.indptr
     }
     /// Column indices (at least one element; only the first `nnz` are
     /// meaningful; a one-element placeholder when `!has_csr()`).
-    pub fn indices(&self) -> &CudaSlice<i32> {
+    pub(crate) fn indices(&self) -> &CudaSlice<i32> {
         &self.indices
     }
     /// Values (at least one element; only the first `nnz` are meaningful).
-    pub fn values(&self) -> &CudaSlice<T> {
+    pub(crate) fn values(&self) -> &CudaSlice<T> {
         &self.values
     }
+    /// The CSR arrays on the device (row pointers, column indices, values),
+    /// for handing to another library (e.g. cuSPARSE).
+    ///
+    /// # Safety
+    /// Device memory is tracked by stream order only (one stream per
+    /// [`Gpu`], no per-buffer events): the caller must use these buffers
+    /// only on this matrix's [`Gpu::stream`], must not write them, and must
+    /// not let any operation on them outlive the matrix.
+    pub unsafe fn raw_csr(&self) -> (&CudaSlice<i32>, &CudaSlice<i32>, &CudaSlice<T>) {
+        (&self.indptr, &self.indices, &self.values)
+    }
+
     /// Device memory held by the CSR arrays, in bytes.
     pub fn device_bytes(&self) -> usize {
         self.indptr.num_bytes() + self.indices.num_bytes() + self.values.num_bytes()
@@ -649,21 +661,21 @@ impl<T: Scalar> DeviceCsr<T> {
     }
     /// The diagonal layout, when the matrix qualified for it at upload and it
     /// was not dropped.
-    pub fn diagonals(&self) -> Option<&DeviceDia<T>> {
+    pub(crate) fn diagonals(&self) -> Option<&DeviceDia<T>> {
         self.dia.as_ref()
     }
     /// The row-binned layout, when the matrix has long rows and it was not
     /// dropped.
-    pub fn binned(&self) -> Option<&DeviceBinned> {
+    pub(crate) fn binned(&self) -> Option<&DeviceBinned> {
         self.binned.as_ref()
     }
     /// The 16-bit column offsets `col - row`, when every nonzero lies within
     /// 32767 of the diagonal and they were not dropped.
-    pub fn narrow(&self) -> Option<&CudaSlice<i16>> {
+    pub(crate) fn narrow(&self) -> Option<&CudaSlice<i16>> {
         self.narrow.as_ref()
     }
     /// The tile layout, unless it was dropped.
-    pub fn tiled(&self) -> Option<&DeviceTiled> {
+    pub(crate) fn tiled(&self) -> Option<&DeviceTiled> {
         self.tiled.as_ref()
     }
     /// Whether a kernel of `strategy` can run on this matrix (CSR strategies
@@ -834,12 +846,12 @@ impl<T: Scalar> DeviceVec<T> {
     }
 
     /// The device buffer (at least one element long, even when empty).
-    pub fn as_slice(&self) -> &CudaSlice<T> {
+    pub(crate) fn as_slice(&self) -> &CudaSlice<T> {
         &self.buf
     }
 
     /// The device buffer, mutably.
-    pub fn as_mut_slice(&mut self) -> &mut CudaSlice<T> {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut CudaSlice<T> {
         &mut self.buf
     }
 }

@@ -476,7 +476,7 @@ pub fn binned_grid(variant: &Variant, rows: usize, chunks: usize) -> u32 {
 /// impl sparserl_rt::SpmvKernel for Foreign {
 ///     type Value = f32;
 ///     fn spec(&self) -> &'static sparserl_rt::KernelSpec {
-///         unimplemented!()
+///         std::process::abort()
 ///     }
 /// }
 /// ```

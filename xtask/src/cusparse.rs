@@ -157,9 +157,12 @@ impl<'a, T: Scalar> CusparseSpmv<'a, T> {
         )?;
         let value = data_type(T::TYPE);
         {
-            let (rp, _g1) = a.indptr().device_ptr(stream);
-            let (ci, _g2) = a.indices().device_ptr(stream);
-            let (va, _g3) = a.values().device_ptr(stream);
+            // SAFETY: used on the matrix's own stream, read only, by a plan that
+            // borrows the matrix for its whole life (see below).
+            let (ip, ix, vs) = unsafe { a.raw_csr() };
+            let (rp, _g1) = ip.device_ptr(stream);
+            let (ci, _g2) = ix.device_ptr(stream);
+            let (va, _g3) = vs.device_ptr(stream);
             // SAFETY: the three device arrays belong to `a`, which outlives
             // `me` (lifetime 'a), hold rows + 1 / nnz / nnz valid entries
             // (indices and values are padded to at least one element), and

@@ -53,9 +53,12 @@ impl<T: Scalar> SpmvPlan<T> {
             },
             "cusparseSetPointerMode",
         )?;
-        let (rp, _g1) = a.indptr().device_ptr(stream);
-        let (ci, _g2) = a.indices().device_ptr(stream);
-        let (va, _g3) = a.values().device_ptr(stream);
+        // SAFETY: used on the matrix's own stream, read only, by a plan that
+        // borrows the matrix for its whole life (see below).
+        let (ip, ix, vs) = unsafe { a.raw_csr() };
+        let (rp, _g1) = ip.device_ptr(stream);
+        let (ci, _g2) = ix.device_ptr(stream);
+        let (va, _g3) = vs.device_ptr(stream);
         // SAFETY: the arrays hold rows + 1 / nnz / nnz valid entries (padded
         // to at least one), belong to the owner's DeviceCsr which outlives the
         // plan, and cuSPARSE only reads them.
