@@ -241,6 +241,16 @@ impl Gpu {
         ptx: &'static str,
         entry: &str,
     ) -> Result<CudaFunction, RtError> {
+        // Functions are kept in the same registry as generated entries (the
+        // names are distinct), so a call finds them without a driver lookup.
+        if let Some(f) = self
+            .functions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(entry)
+        {
+            return Ok(f.clone());
+        }
         let module = {
             let mut map = self.modules.lock().unwrap_or_else(|p| p.into_inner());
             match map.get(key) {
@@ -260,9 +270,14 @@ impl Gpu {
                 }
             }
         };
-        module.load_function(entry).map_err(|e| {
+        let f = module.load_function(entry).map_err(|e| {
             RtError::Compile(format!("module `{key}` has no usable entry `{entry}`: {e}"))
-        })
+        })?;
+        self.functions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(entry.to_string(), f.clone());
+        Ok(f)
     }
 
     /// The function `entry` of `ptx`, loaded once per entry (see [`Gpu::function_or_load`]).

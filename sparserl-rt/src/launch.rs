@@ -177,9 +177,11 @@ pub fn resolve_entry(
     has_csr: bool,
     epilogue: Option<Epilogue>,
 ) -> Result<(CudaFunction, Variant), RtError> {
-    if let Some(msg) = spec.tuned_elsewhere(gpu.name()) {
+    if spec.tuned_on.is_some_and(|t| t != gpu.name()) {
         let mut warned = WARNED_TUNED.lock().unwrap_or_else(|p| p.into_inner());
-        if warned.insert(spec.name) {
+        if warned.insert(spec.name)
+            && let Some(msg) = spec.tuned_elsewhere(gpu.name())
+        {
             log::warn!("{msg}");
         }
     }

@@ -42,17 +42,14 @@ pub const VECTOR_OPS_SOURCE: &str = include_str!("../kernels/vector_ops.cu");
 /// Threads per block of every vector kernel (`VB` in the source).
 pub(crate) const BLOCK: u32 = 256;
 
-/// The function `name` + `_f32` / `_f64` of the vector-op module.
-pub(crate) fn func<T: Scalar>(gpu: &Gpu, name: &str) -> Result<CudaFunction, RtError> {
-    let suffix = match T::TYPE {
-        ValueType::F32 => "f32",
-        ValueType::F64 => "f64",
+/// The entry of `names` (`[f32 entry, f64 entry]`) for `T` in the
+/// vector-op module.
+pub(crate) fn func<T: Scalar>(gpu: &Gpu, names: [&str; 2]) -> Result<CudaFunction, RtError> {
+    let entry = match T::TYPE {
+        ValueType::F32 => names[0],
+        ValueType::F64 => names[1],
     };
-    gpu.static_function(
-        "sparserl-vector-ops",
-        VECTOR_OPS_PTX,
-        &format!("{name}_{suffix}"),
-    )
+    gpu.static_function("sparserl-vector-ops", VECTOR_OPS_PTX, entry)
 }
 
 /// Launch shape for `n` elements: enough blocks to fill the device (8 per
@@ -122,7 +119,7 @@ pub fn fill<T: Scalar>(gpu: &Gpu, x: &mut DeviceVec<T>, value: T) -> Result<(), 
     if n == 0 {
         return Ok(());
     }
-    let f = func::<T>(gpu, "sparserl_fill")?;
+    let f = func::<T>(gpu, ["sparserl_fill_f32", "sparserl_fill_f64"])?;
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(&n).arg(&value).arg(x.as_mut_slice());
     // SAFETY: (int n, T v, T* x) as in vector_ops.cu; x holds n elements and
@@ -153,7 +150,7 @@ pub fn scal<T: Scalar>(gpu: &Gpu, a: Coef<'_>, x: &mut DeviceVec<T>) -> Result<(
     if n == 0 {
         return Ok(());
     }
-    let f = func::<T>(gpu, "sparserl_scal")?;
+    let f = func::<T>(gpu, ["sparserl_scal_f32", "sparserl_scal_f64"])?;
     let null = 0u64;
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(&n);
@@ -181,7 +178,7 @@ pub fn axpby<T: Scalar>(
     if n == 0 {
         return Ok(());
     }
-    let f = func::<T>(gpu, "sparserl_axpby")?;
+    let f = func::<T>(gpu, ["sparserl_axpby_f32", "sparserl_axpby_f64"])?;
     let null = 0u64;
     let mut l = gpu.stream().launch_builder(&f);
     l.arg(&n);
@@ -220,7 +217,7 @@ pub fn mul<T: Scalar>(
     if n == 0 {
         return Ok(());
     }
-    let f = func::<T>(gpu, "sparserl_mul")?;
+    let f = func::<T>(gpu, ["sparserl_mul_f32", "sparserl_mul_f64"])?;
     let mut l = gpu.stream().launch_builder(&f);
     l.arg(&n)
         .arg(a.as_slice())
@@ -254,7 +251,7 @@ fn reduce<T: Scalar>(
         same_len("y (must match x)", x.len(), y.len())?;
     }
     let n = int_len(x.len())?;
-    let f = func::<T>(gpu, "sparserl_reduce")?;
+    let f = func::<T>(gpu, ["sparserl_reduce_f32", "sparserl_reduce_f64"])?;
     let m = mode as i32;
     let mut l = gpu.stream().launch_builder(&f);
     l.arg(&n).arg(&m).arg(x.as_slice());
@@ -353,7 +350,7 @@ pub(crate) fn cg_init<T: Scalar>(
     st: &CudaSlice<f64>,
     ticket: &CudaSlice<u32>,
 ) -> Result<(), RtError> {
-    let f = func::<T>(gpu, "sparserl_cg_init")?;
+    let f = func::<T>(gpu, ["sparserl_cg_init_f32", "sparserl_cg_init_f64"])?;
     let use_dinv = i32::from(dinv.is_some());
     let mut l = gpu.stream().launch_builder(&f);
     l.arg(&n).arg(r);
@@ -377,7 +374,10 @@ pub(crate) fn cg_update_r<T: Scalar>(
     pq: &CudaSlice<f64>,
     ticket: &CudaSlice<u32>,
 ) -> Result<(), RtError> {
-    let f = func::<T>(gpu, "sparserl_cg_update_r")?;
+    let f = func::<T>(
+        gpu,
+        ["sparserl_cg_update_r_f32", "sparserl_cg_update_r_f64"],
+    )?;
     let use_dinv = i32::from(dinv.is_some());
     let mut l = gpu.stream().launch_builder(&f);
     l.arg(&n).arg(q).arg(r);
@@ -400,7 +400,10 @@ pub(crate) fn cg_update_xp<T: Scalar>(
     dinv: Option<&CudaSlice<T>>,
     st: &CudaSlice<f64>,
 ) -> Result<(), RtError> {
-    let f = func::<T>(gpu, "sparserl_cg_update_xp")?;
+    let f = func::<T>(
+        gpu,
+        ["sparserl_cg_update_xp_f32", "sparserl_cg_update_xp_f64"],
+    )?;
     let use_dinv = i32::from(dinv.is_some());
     let mut l = gpu.stream().launch_builder(&f);
     l.arg(&n).arg(x).arg(p).arg(r);

@@ -76,6 +76,44 @@ pub fn library_status() -> Result<()> {
     )
 }
 
+/// A cuSPARSE CSR descriptor of `a`'s device arrays (32-bit indices, base
+/// zero). The caller destroys it with `cusparseDestroySpMat` before `a` is
+/// dropped, and uses it on `a`'s stream only.
+pub(crate) fn csr_descriptor<T: Scalar>(
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    a: &DeviceCsr<T>,
+) -> Result<sys::cusparseSpMatDescr_t> {
+    let mut mat: sys::cusparseSpMatDescr_t = std::ptr::null_mut();
+    // SAFETY: used on the matrix's own stream, read only, by descriptors the
+    // caller destroys before the matrix is dropped.
+    let (ip, ix, vs) = unsafe { a.raw_csr() };
+    let (rp, _g1) = ip.device_ptr(stream);
+    let (ci, _g2) = ix.device_ptr(stream);
+    let (va, _g3) = vs.device_ptr(stream);
+    // SAFETY: the three device arrays belong to `a`, hold rows + 1 / nnz / nnz
+    // valid entries (indices and values are padded to at least one element),
+    // and cuSPARSE only reads them during SpMV.
+    check(
+        unsafe {
+            sys::cusparseCreateCsr(
+                &mut mat,
+                a.rows() as i64,
+                a.cols() as i64,
+                a.nnz() as i64,
+                rp as *mut c_void,
+                ci as *mut c_void,
+                va as *mut c_void,
+                sys::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                sys::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
+                data_type(T::TYPE),
+            )
+        },
+        "cusparseCreateCsr",
+    )?;
+    Ok(mat)
+}
+
 /// Whether the loaded libcusparse exports `symbol`.
 pub(crate) fn has_symbol(symbol: &str) -> bool {
     // SAFETY: callers run `library_status` first, so `culib` finds the library
@@ -156,36 +194,7 @@ impl<'a, T: Scalar> CusparseSpmv<'a, T> {
             "cusparseSetStream",
         )?;
         let value = data_type(T::TYPE);
-        {
-            // SAFETY: used on the matrix's own stream, read only, by a plan that
-            // borrows the matrix for its whole life (see below).
-            let (ip, ix, vs) = unsafe { a.raw_csr() };
-            let (rp, _g1) = ip.device_ptr(stream);
-            let (ci, _g2) = ix.device_ptr(stream);
-            let (va, _g3) = vs.device_ptr(stream);
-            // SAFETY: the three device arrays belong to `a`, which outlives
-            // `me` (lifetime 'a), hold rows + 1 / nnz / nnz valid entries
-            // (indices and values are padded to at least one element), and
-            // cuSPARSE only reads them during SpMV.
-            check(
-                unsafe {
-                    sys::cusparseCreateCsr(
-                        &mut me.mat,
-                        a.rows() as i64,
-                        a.cols() as i64,
-                        a.nnz() as i64,
-                        rp as *mut c_void,
-                        ci as *mut c_void,
-                        va as *mut c_void,
-                        sys::cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                        sys::cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                        sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
-                        value,
-                    )
-                },
-                "cusparseCreateCsr",
-            )?;
-        }
+        me.mat = csr_descriptor(stream, a)?;
         for _ in 0..copies.max(1) {
             let xb = stream.clone_htod(x).context("uploading x")?;
             let yb = stream

@@ -53,33 +53,7 @@ impl<T: Scalar> SpmvPlan<T> {
             },
             "cusparseSetPointerMode",
         )?;
-        // SAFETY: used on the matrix's own stream, read only, by a plan that
-        // borrows the matrix for its whole life (see below).
-        let (ip, ix, vs) = unsafe { a.raw_csr() };
-        let (rp, _g1) = ip.device_ptr(stream);
-        let (ci, _g2) = ix.device_ptr(stream);
-        let (va, _g3) = vs.device_ptr(stream);
-        // SAFETY: the arrays hold rows + 1 / nnz / nnz valid entries (padded
-        // to at least one), belong to the owner's DeviceCsr which outlives the
-        // plan, and cuSPARSE only reads them.
-        sp_check(
-            unsafe {
-                sp::cusparseCreateCsr(
-                    &mut me.mat,
-                    a.rows() as i64,
-                    a.cols() as i64,
-                    a.nnz() as i64,
-                    rp as *mut c_void,
-                    ci as *mut c_void,
-                    va as *mut c_void,
-                    sp::cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                    sp::cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                    sp::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
-                    data_type(T::TYPE),
-                )
-            },
-            "cusparseCreateCsr",
-        )?;
+        me.mat = crate::cusparse::csr_descriptor(stream, a)?;
         Ok(me)
     }
 
