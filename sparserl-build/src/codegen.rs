@@ -104,8 +104,10 @@ pub fn generator_fingerprint() -> String {
 
 /// The entry-point name of `variant` for `value`: `sparserl_spmv_` + the
 /// variant id with every non-alphanumeric character replaced by `_` + `_f32`/`_f64`.
+/// A renumbered variant runs its kernel's entry ([`Variant::kernel`]).
 pub fn entry_name(variant: &Variant, value: ValueType) -> String {
     let id: String = variant
+        .kernel()
         .id()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -144,7 +146,8 @@ pub fn generate_with(
     value: ValueType,
     epilogues: &[Epilogue],
 ) -> Result<KernelSource, CodegenError> {
-    let v = variant.canonical();
+    // The numbering is a property of the upload: same code, same source.
+    let v = variant.kernel().canonical();
     let mut sections = vec![(v, None)];
     if v.strategy.fuses_epilogue() {
         sections.extend(epilogues.iter().map(|&e| (v, Some(e))));

@@ -30,8 +30,13 @@ fn variant_expr(v: &sparserl_rt::Variant) -> String {
         sparserl_rt::Strategy::Tiled => "Tiled",
         sparserl_rt::Strategy::Narrow => "Narrow",
     };
+    let reorder = match v.reorder {
+        sparserl_rt::reorder::Reorder::None => "None",
+        sparserl_rt::reorder::Reorder::Rcm => "Rcm",
+        sparserl_rt::reorder::Reorder::Degree => "Degree",
+    };
     format!(
-        "::sparserl_rt::Variant {{ strategy: ::sparserl_rt::Strategy::{strategy}, block: {}, lanes: {}, items: {}, unroll: {}, ldg_x: {}, stream_y: {}, min_blocks: {} }}",
+        "::sparserl_rt::Variant {{ strategy: ::sparserl_rt::Strategy::{strategy}, block: {}, lanes: {}, items: {}, unroll: {}, ldg_x: {}, stream_y: {}, min_blocks: {}, reorder: ::sparserl_rt::reorder::Reorder::{reorder} }}",
         v.block, v.lanes, v.items, v.unroll, v.ldg_x, v.stream_y, v.min_blocks
     )
 }

@@ -234,11 +234,14 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
     }
 
     fn applicable(&self, variant: &Variant) -> bool {
+        // A renumbered variant runs on the renumbered upload, whose layouts
+        // may differ (a mesh in RCM order may get 16-bit offsets); square
+        // samples only.
         (self.epilogue.is_none() || variant.strategy.fuses_epilogue())
-            && self
-                .benches
-                .iter()
-                .all(|b| b.device_csr().has_layout(variant.strategy))
+            && self.benches.iter().all(|b| {
+                b.device_csr_for(variant.reorder)
+                    .is_ok_and(|a| a.has_layout(variant.strategy))
+            })
     }
 
     fn measure(

@@ -12,9 +12,14 @@
 //!    other than CSR, a few variants of the strategy that reads it
 //!    ([`layout_proposals`]). Variants the samples
 //!    cannot run ([`MeasureSource::applicable`]) are never measured.
+//!    Then the renumber phase: the [`RENUMBER_TOP`] best so far on the
+//!    samples renumbered each way ([`renumber_proposals`]; reverse
+//!    Cuthill-McKee and degree order, square samples only), timed with the
+//!    device permutations of `x` and `y` inside, so a renumbering wins only
+//!    when its locality gain pays for them.
 //! 2. Generations: parents = the best `parents` correct variants; children by
 //!    mutating one parameter (strategy, block, lanes, items, unroll, `x` load
-//!    path, streaming stores, register cap) or crossing two parents; children
+//!    path, streaming stores, numbering, register cap) or crossing two parents; children
 //!    already measured are skipped. Stop when the budget (seconds or
 //!    candidates) is spent or `patience` generations bring no improvement
 //!    larger than 1% (the latter only after `min_explore` candidates or a
@@ -45,6 +50,7 @@ use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use sparserl_rt::reorder::Reorder;
 use sparserl_rt::{Strategy, Variant};
 use std::collections::HashMap;
 use thiserror::Error;
@@ -178,7 +184,7 @@ pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
 pub struct Trial {
     /// Variant id.
     pub variant: Variant,
-    /// Phase: `policy`, `layout`, `mutate`, `crossover`, `climb`, `final`
+    /// Phase: `policy`, `layout`, `renumber`, `mutate`, `crossover`, `climb`, `final`
     /// (finalist re-measurement), `verify` (the winner's last check).
     pub phase: String,
     /// Geometric mean GB/s over samples (0 when incorrect).
@@ -346,16 +352,35 @@ pub fn failure(res: &[SampleResult], samples: usize) -> Option<String> {
     None
 }
 
+/// How many of the best variants the renumber phase tries in each order.
+pub const RENUMBER_TOP: usize = 2;
+
+/// The renumber phase's candidates: the [`RENUMBER_TOP`] best of `ranked`
+/// (fastest first) in every order other than their own.
+pub fn renumber_proposals(ranked: &[(Variant, f64)]) -> Vec<Variant> {
+    let mut out = Vec::new();
+    for (v, _) in ranked.iter().take(RENUMBER_TOP) {
+        for reorder in Reorder::ALL {
+            let c = Variant { reorder, ..*v };
+            if c != *v && !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
 /// Mutates one parameter of `v` (result is canonical and valid).
 pub fn mutate(v: &Variant, rng: &mut impl Rng) -> Variant {
     for _ in 0..32 {
         let mut c = *v;
-        match rng.random_range(0..8) {
+        match rng.random_range(0..9) {
             0 => {
                 let s = *Strategy::ALL.choose(rng).unwrap_or(&Strategy::NnzSplit);
                 c = Variant {
                     block: v.block,
                     ldg_x: v.ldg_x,
+                    reorder: v.reorder,
                     ..Variant::of(s)
                 };
             }
@@ -365,6 +390,7 @@ pub fn mutate(v: &Variant, rng: &mut impl Rng) -> Variant {
             4 => c.unroll = *[1, 2, 4, 8].choose(rng).unwrap_or(&1),
             5 => c.ldg_x = !c.ldg_x,
             6 => c.stream_y = !c.stream_y,
+            7 => c.reorder = *Reorder::ALL.choose(rng).unwrap_or(&Reorder::None),
             _ => c.min_blocks = *[0, 1, 2, 4].choose(rng).unwrap_or(&0),
         }
         let c = c.canonical();
@@ -417,6 +443,9 @@ pub fn neighbors(v: &Variant) -> Vec<Variant> {
     for min_blocks in [0, 1, 2, 4] {
         push(Variant { min_blocks, ..*v });
     }
+    for reorder in Reorder::ALL {
+        push(Variant { reorder, ..*v });
+    }
     out
 }
 
@@ -431,6 +460,11 @@ pub fn crossover(a: &Variant, b: &Variant, rng: &mut impl Rng) -> Variant {
     c.unroll = pick(&mut r, a.unroll, b.unroll);
     c.min_blocks = pick(&mut r, a.min_blocks, b.min_blocks);
     c.ldg_x = if r.random_bool(0.5) { a.ldg_x } else { b.ldg_x };
+    c.reorder = if r.random_bool(0.5) {
+        a.reorder
+    } else {
+        b.reorder
+    };
     c.stream_y = if r.random_bool(0.5) {
         a.stream_y
     } else {
@@ -564,6 +598,15 @@ pub fn search(
             break;
         }
         led.explore(source, v, phase, cfg.reps)?;
+    }
+    // Renumbering: the best kernels so far on the matrix renumbered each way
+    // (square samples; the source times the permutations of x and y too).
+    // Mutation, crossover and climbing then carry the numbering along.
+    for v in renumber_proposals(&led.ranked()) {
+        if over_budget(&led) {
+            break;
+        }
+        led.explore(source, v, "renumber", cfg.reps)?;
     }
 
     let mut stale = 0;

@@ -382,6 +382,8 @@ pub struct DeviceCsr<T: Scalar> {
     stream: Arc<CudaStream>,
     /// Whether all three CSR arrays are held (see [`Layouts::csr`]).
     csr: bool,
+    /// The permutation of a renumbered upload (see [`crate::renumber`]).
+    perm: Option<crate::renumber::DevicePerm<T>>,
 }
 
 /// The row-binned layout of a [`DeviceCsr`] (see [`crate::binned`]).
@@ -481,6 +483,9 @@ impl<T: Scalar> DeviceCsr<T> {
                 rows: csr.rows(),
                 cols: csr.cols(),
             });
+        }
+        if let Some(m) = Self::upload_renumbered(gpu, csr, layouts) {
+            return m;
         }
         let values: Vec<T> = csr.values().iter().map(|&v| T::from_f64(v)).collect();
         Self::upload_parts(gpu, csr, &values, layouts)
@@ -607,6 +612,7 @@ impl<T: Scalar> DeviceCsr<T> {
             },
             csr: keep_all,
             features,
+            perm: None,
         })
     }
 
@@ -673,6 +679,7 @@ impl<T: Scalar> DeviceCsr<T> {
                 .as_ref()
                 .map_or(0, |t| t.meta.num_bytes() + t.scratch.num_bytes())
             + self.narrow.as_ref().map_or(0, |n| n.num_bytes())
+            + self.perm.as_ref().map_or(0, |p| p.bytes())
     }
     /// The diagonal layout, when the matrix qualified for it at upload and it
     /// was not dropped.
@@ -743,6 +750,12 @@ impl<T: Scalar> DeviceCsr<T> {
     /// them only the kernels of the layout that was built can run.
     pub fn has_csr(&self) -> bool {
         self.csr
+    }
+    pub(crate) fn perm(&self) -> Option<&crate::renumber::DevicePerm<T>> {
+        self.perm.as_ref()
+    }
+    pub(crate) fn set_perm(&mut self, p: crate::renumber::DevicePerm<T>) {
+        self.perm = Some(p);
     }
     /// Frees the layouts other than CSR (kernels that need them then fall
     /// back). Does nothing on a matrix uploaded without its CSR arrays

@@ -28,6 +28,7 @@ use crate::epilogue::Epilogue;
 use crate::error::RtError;
 use crate::features::Features;
 use crate::kernel::{Image, KernelSpec};
+use crate::renumber::{Numbering, Operand};
 use crate::scalar::{DeviceCoefs, DeviceScalar};
 use crate::variant::{Strategy, Variant};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
@@ -507,14 +508,19 @@ pub unsafe trait SpmvKernel {
     /// Checks `x.len() == cols`, `y.len() == rows` and the value type, picks
     /// the tuned variant or the fallback with [`dispatch`], loads (or
     /// NVRTC-compiles) the kernel once per [`Gpu`], and launches it.
+    ///
+    /// `a` is a [`DeviceCsr`] (vectors in the user's numbering; a renumbered
+    /// matrix permutes them around the kernel) or [`DeviceCsr::internal`]
+    /// (vectors in the matrix's stored order; see [`crate::renumber`]).
     fn spmv(
         &self,
         gpu: &Gpu,
-        a: &DeviceCsr<Self::Value>,
+        a: &impl Operand<Self::Value>,
         x: &DeviceVec<Self::Value>,
         y: &mut DeviceVec<Self::Value>,
     ) -> Result<(), RtError> {
-        spmv_with_spec(self.spec(), gpu, a, x, y)
+        let (a, numbering) = a.parts();
+        spmv_with_spec(self.spec(), gpu, a, numbering, x, y)
     }
 
     /// Uploads `a` for this kernel: the CSR arrays plus only the layout its
@@ -539,12 +545,13 @@ pub unsafe trait SpmvKernel {
     fn spmv_fused(
         &self,
         gpu: &Gpu,
-        a: &DeviceCsr<Self::Value>,
+        a: &impl Operand<Self::Value>,
         x: &DeviceVec<Self::Value>,
         y: &mut DeviceVec<Self::Value>,
         fused: Fused<'_, Self::Value>,
     ) -> Result<(), RtError> {
-        spmv_fused_with_spec(self.spec(), gpu, a, x, y, fused)
+        let (a, numbering) = a.parts();
+        spmv_fused_with_spec(self.spec(), gpu, a, numbering, x, y, fused)
     }
 
     /// `y = alpha A x + beta y + gamma` in one kernel, `{alpha, beta, gamma}`
@@ -552,7 +559,7 @@ pub unsafe trait SpmvKernel {
     fn spmv_axpby(
         &self,
         gpu: &Gpu,
-        a: &DeviceCsr<Self::Value>,
+        a: &impl Operand<Self::Value>,
         coefs: &DeviceCoefs,
         x: &DeviceVec<Self::Value>,
         y: &mut DeviceVec<Self::Value>,
@@ -565,7 +572,7 @@ pub unsafe trait SpmvKernel {
     fn spmv_dot(
         &self,
         gpu: &Gpu,
-        a: &DeviceCsr<Self::Value>,
+        a: &impl Operand<Self::Value>,
         x: &DeviceVec<Self::Value>,
         y: &mut DeviceVec<Self::Value>,
         dot: &DeviceScalar,
@@ -651,11 +658,12 @@ pub(crate) fn spmv_fused_with_spec<T: Scalar>(
     spec: &KernelSpec,
     gpu: &Gpu,
     a: &DeviceCsr<T>,
+    numbering: Numbering,
     x: &DeviceVec<T>,
     y: &mut DeviceVec<T>,
     fused: Fused<'_, T>,
 ) -> Result<(), RtError> {
-    spmv_fused_unpublished(spec, gpu, a, x, y, fused)?;
+    spmv_fused_unpublished(spec, gpu, a, numbering, x, y, fused)?;
     match fused {
         Fused::Dot { dot, .. } | Fused::AxpbyDot { dot, .. } => crate::ops::publish_dot(gpu, dot),
         Fused::Axpby { .. } => Ok(()),
@@ -668,6 +676,7 @@ pub(crate) fn spmv_fused_unpublished<T: Scalar>(
     spec: &KernelSpec,
     gpu: &Gpu,
     a: &DeviceCsr<T>,
+    numbering: Numbering,
     x: &DeviceVec<T>,
     y: &mut DeviceVec<T>,
     fused: Fused<'_, T>,
@@ -710,14 +719,15 @@ pub(crate) fn spmv_fused_unpublished<T: Scalar>(
         w: w.map_or(x.as_slice(), |w| w.as_slice()),
         dot: dot.map_or(&spare.0, |d| &d.buf),
     };
-    launch_variant_ep(
+    let w_is_x = w.is_none_or(|w| std::ptr::eq(w, x));
+    crate::renumber::launch(
         gpu,
-        &func,
-        &variant,
+        (&func, &variant),
         a,
+        numbering,
         x.as_slice(),
         y.as_mut_slice(),
-        Some(ep),
+        Some((ep, w_is_x)),
     )
 }
 
@@ -726,6 +736,7 @@ pub(crate) fn spmv_with_spec<T: Scalar>(
     spec: &KernelSpec,
     gpu: &Gpu,
     a: &DeviceCsr<T>,
+    numbering: Numbering,
     x: &DeviceVec<T>,
     y: &mut DeviceVec<T>,
 ) -> Result<(), RtError> {
@@ -738,11 +749,11 @@ pub(crate) fn spmv_with_spec<T: Scalar>(
         a.has_csr(),
         None,
     )?;
-    launch_variant_ep(
+    crate::renumber::launch(
         gpu,
-        &func,
-        &variant,
+        (&func, &variant),
         a,
+        numbering,
         x.as_slice(),
         y.as_mut_slice(),
         None,

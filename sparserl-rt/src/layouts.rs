@@ -28,6 +28,11 @@ pub struct Layouts {
     /// three CSR arrays, so a matrix without them always runs its layout's
     /// kernel. Ignored (the arrays are kept) when neither layout was built.
     pub csr: bool,
+    /// Store the matrix renumbered (square matrices; see
+    /// [`crate::renumber`]): the other layouts are built from the
+    /// renumbered matrix, and launches permute `x` and `y` around the kernel
+    /// unless they use [`DeviceCsr::internal`](crate::DeviceCsr::internal).
+    pub reorder: crate::reorder::Reorder,
 }
 
 impl Layouts {
@@ -38,6 +43,7 @@ impl Layouts {
         tiled: true,
         narrow: true,
         csr: true,
+        reorder: crate::reorder::Reorder::None,
     };
     /// CSR only.
     pub const NONE: Layouts = Layouts {
@@ -46,6 +52,7 @@ impl Layouts {
         tiled: false,
         narrow: false,
         csr: true,
+        reorder: crate::reorder::Reorder::None,
     };
 
     /// The least device memory `variant` can run from: its layout alone
@@ -65,7 +72,8 @@ impl Layouts {
         l
     }
 
-    /// The layouts that kernels of these variants read.
+    /// The layouts that kernels of these variants read, in the numbering of
+    /// the first variant.
     pub fn for_variants(variants: &[crate::Variant]) -> Layouts {
         use crate::Strategy;
         let has = |s: Strategy| variants.iter().any(|v| v.strategy == s);
@@ -75,6 +83,7 @@ impl Layouts {
             tiled: has(Strategy::Tiled),
             narrow: has(Strategy::Narrow),
             csr: true,
+            reorder: variants.first().map_or(Default::default(), |v| v.reorder),
         }
     }
 }

@@ -44,6 +44,8 @@ pub mod measure;
 #[cfg(feature = "jit")]
 pub mod nvrtc;
 pub mod ops;
+pub mod renumber;
+pub mod reorder;
 pub mod scalar;
 pub mod solvers;
 pub use device::{
@@ -55,4 +57,5 @@ pub use graph::Graph;
 pub use launch::{Dispatch, Fused, SpmvKernel, dispatch, launch_variant};
 #[cfg(feature = "tools")]
 pub use measure::{Bench, MeasureOptions, Measurement, copy_bandwidth_gbs, tolerance};
+pub use renumber::{Internal, Numbering, Operand};
 pub use scalar::{Coef, DeviceCoefs, DeviceScalar};

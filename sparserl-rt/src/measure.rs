@@ -5,16 +5,18 @@
 //! ([`Bench::measure`], [`Bench::time_graph_us`], [`Bench::time_back_to_back_us`]).
 
 use crate::csr::Csr;
-use crate::device::{DeviceCsr, Gpu, Scalar};
+use crate::device::{DeviceCsr, Gpu, Layouts, Scalar};
 use crate::epilogue::Epilogue;
 use crate::error::RtError;
-use crate::launch::{EpArgs, launch_variant_ep};
+use crate::launch::EpArgs;
+use crate::renumber::Numbering;
+use crate::reorder::Reorder;
 use crate::variant::{ValueType, Variant};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaSlice, sys};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 /// Largest number of launches queued between two host synchronizations while timing.
@@ -269,6 +271,9 @@ pub struct Bench<T: Scalar> {
     gpu: Gpu,
     csr: Csr,
     a: DeviceCsr<T>,
+    /// The matrix renumbered by [`Reorder::Rcm`] and [`Reorder::Degree`],
+    /// uploaded at first use (an error for rectangular matrices).
+    renumbered: [OnceLock<Result<DeviceCsr<T>, String>>; 2],
     state: Mutex<BenchState<T>>,
 }
 
@@ -306,6 +311,7 @@ impl<T: Scalar> Bench<T> {
             gpu: gpu.clone(),
             csr: csr.clone(),
             a,
+            renumbered: [OnceLock::new(), OnceLock::new()],
             state: Mutex::new(BenchState {
                 xs,
                 ys,
@@ -353,6 +359,34 @@ impl<T: Scalar> Bench<T> {
         &self.a
     }
 
+    /// The uploaded matrix in the numbering of `reorder` (uploaded, with
+    /// every layout it qualifies for, at the first call); an error for a
+    /// renumbering of a rectangular matrix. Variants with that numbering are
+    /// checked and timed on it, the permutations of `x` and `y` inside.
+    pub fn device_csr_for(&self, reorder: Reorder) -> Result<&DeviceCsr<T>, RtError> {
+        let slot = match reorder {
+            Reorder::None => return Ok(&self.a),
+            Reorder::Rcm => &self.renumbered[0],
+            Reorder::Degree => &self.renumbered[1],
+        };
+        let m = slot.get_or_init(|| {
+            let layouts = Layouts {
+                reorder,
+                ..Layouts::ALL
+            };
+            match DeviceCsr::<T>::upload_with(&self.gpu, &self.csr, layouts) {
+                Ok(m) if m.renumbering() == reorder => Ok(m),
+                Ok(_) => Err(format!(
+                    "a {} x {} matrix keeps its numbering (renumbering needs a square matrix)",
+                    self.csr.rows(),
+                    self.csr.cols()
+                )),
+                Err(e) => Err(format!("renumbered upload failed: {e}")),
+            }
+        });
+        m.as_ref().map_err(|e| RtError::InvalidArgument(e.clone()))
+    }
+
     /// Number of rotated `x`/`y` copies.
     pub fn copies(&self) -> usize {
         self.lock().xs.len()
@@ -395,14 +429,14 @@ impl<T: Scalar> Bench<T> {
             stream.memset_zeros(&mut ep.dot)?;
         }
         let ep = st.ep.as_ref().map(BenchEpilogue::args);
-        launch_variant_ep(
+        crate::renumber::launch(
             &self.gpu,
-            func,
-            variant,
-            &self.a,
+            (func, variant),
+            self.device_csr_for(variant.reorder)?,
+            Numbering::User,
             &st.xs[0],
             &mut st.ys[0],
-            ep,
+            ep.map(|e| (e, false)),
         )?;
         let y = stream.clone_dtoh(&st.ys[0])?;
         let y64: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
@@ -517,14 +551,14 @@ impl<T: Scalar> Bench<T> {
         // Only reached from the unsafe timing entry points, whose callers
         // vouch for `func`; the buffers are this Bench's own.
         let ep = st.ep.as_ref().map(BenchEpilogue::args);
-        launch_variant_ep(
+        crate::renumber::launch(
             &self.gpu,
-            func,
-            variant,
-            &self.a,
+            (func, variant),
+            self.device_csr_for(variant.reorder)?,
+            Numbering::User,
             &st.xs[i],
             &mut st.ys[i],
-            ep,
+            ep.map(|e| (e, false)),
         )
     }
 

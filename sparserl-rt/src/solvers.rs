@@ -87,6 +87,12 @@ pub struct CgReport {
 /// Conjugate gradients for a symmetric positive definite matrix with a
 /// tuned kernel; owns its work vectors (`r`, `p`, `q`, optional Jacobi
 /// inverse diagonal) and device state, so repeated solves allocate nothing.
+///
+/// A renumbered matrix ([`crate::renumber`]) is solved in permuted space:
+/// `b` and `x` are converted once at the start and `x` once at the end, and
+/// every iteration runs without permutations. Such a matrix must be the
+/// same upload in [`Cg::new`] and [`Cg::solve`] (the Jacobi diagonal is
+/// stored in its order).
 pub struct Cg<'k, K: SpmvKernel> {
     kernel: &'k K,
     n: usize,
@@ -99,6 +105,14 @@ pub struct Cg<'k, K: SpmvKernel> {
     st: CudaSlice<f64>,
     ticket: CudaSlice<u32>,
     pq: DeviceScalar,
+    /// `b` and `x` in the stored order of a renumbered matrix.
+    space: Option<Stored<K::Value>>,
+}
+
+/// `b` and `x` of a solve in a renumbered matrix's stored order.
+struct Stored<T: Scalar> {
+    b: DeviceVec<T>,
+    x: DeviceVec<T>,
 }
 
 impl<'k, K: SpmvKernel> std::fmt::Debug for Cg<'k, K> {
@@ -173,7 +187,10 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
             Some(d) => {
                 ops::same_len("the Jacobi inverse diagonal", n, d.len())?;
                 let v: Vec<K::Value> = d.iter().map(|&v| K::Value::from_f64(v)).collect();
-                Some(DeviceVec::from_host(gpu, &v)?)
+                let user = DeviceVec::from_host(gpu, &v)?;
+                let mut stored = DeviceVec::zeros(gpu, n)?;
+                a.to_internal(gpu, &user, &mut stored)?;
+                Some(stored)
             }
             None => None,
         };
@@ -188,6 +205,14 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
             st: gpu.stream().alloc_zeros::<f64>(CG_STATE_LEN)?,
             ticket: gpu.stream().alloc_zeros::<u32>(1)?,
             pq: DeviceScalar::new(gpu)?,
+            space: if a.renumbering().is_none() {
+                None
+            } else {
+                Some(Stored {
+                    b: DeviceVec::zeros(gpu, n)?,
+                    x: DeviceVec::zeros(gpu, n)?,
+                })
+            },
         })
     }
 
@@ -227,10 +252,43 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
                 opts.tol
             )));
         }
+        if a.renumbering().is_none() != self.space.is_none() {
+            return Err(RtError::InvalidArgument(
+                "Cg::solve needs the matrix upload Cg::new was given (one is renumbered, \
+                 the other not)"
+                    .into(),
+            ));
+        }
+        // Permuted space: b and x in the stored order for the whole solve.
+        let mut space = self.space.take();
+        if let Some(st) = &mut space {
+            a.to_internal(gpu, b, &mut st.b)?;
+            a.to_internal(gpu, x, &mut st.x)?;
+        }
+        let result = match &mut space {
+            Some(st) => self.solve_stored(gpu, a, &st.b, &mut st.x, opts),
+            None => self.solve_stored(gpu, a, b, x, opts),
+        };
+        if let Some(st) = &space {
+            a.to_user(gpu, &st.x, x)?;
+        }
+        self.space = space;
+        result
+    }
+
+    /// [`Cg::solve`] with `b` and `x` in the matrix's stored order.
+    fn solve_stored(
+        &mut self,
+        gpu: &Gpu,
+        a: &DeviceCsr<K::Value>,
+        b: &DeviceVec<K::Value>,
+        x: &mut DeviceVec<K::Value>,
+        opts: &CgOptions,
+    ) -> Result<CgReport, RtError> {
         let chunk = opts.chunk.max(1);
         let n = self.n as i32;
         // r = b - A x, ||b||, the threshold; then p = z, rho, r.r.
-        self.kernel.spmv(gpu, a, x, &mut self.q)?;
+        self.kernel.spmv(gpu, &a.internal(), x, &mut self.q)?;
         ops::copy(gpu, b, &mut self.r)?;
         ops::axpy(gpu, Coef::host(-1.0), &self.q, &mut self.r)?;
         let bnorm_s = DeviceScalar::new(gpu)?;
@@ -276,6 +334,7 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
                         kernel.spec(),
                         gpu,
                         a,
+                        crate::renumber::Numbering::Internal,
                         p,
                         q,
                         Fused::Dot { w: p, dot: pq },
@@ -413,6 +472,30 @@ pub fn pagerank<K: SpmvKernel>(
             epilogue: "axpby-dot",
         });
     }
+    // Permuted space: the mask and x in the stored order for the whole run.
+    if !m.renumbering().is_none() {
+        let mut mi = DeviceVec::zeros(gpu, n)?;
+        let mut xi = DeviceVec::zeros(gpu, n)?;
+        m.to_internal(gpu, mask, &mut mi)?;
+        m.to_internal(gpu, x, &mut xi)?;
+        let report = pagerank_stored(gpu, kernel, m, &mi, &mut xi, opts);
+        m.to_user(gpu, &xi, x)?;
+        return report;
+    }
+    pagerank_stored(gpu, kernel, m, mask, x, opts)
+}
+
+/// [`pagerank`] with `mask` and `x` in the matrix's stored order.
+fn pagerank_stored<K: SpmvKernel>(
+    gpu: &Gpu,
+    kernel: &K,
+    m: &DeviceCsr<K::Value>,
+    mask: &DeviceVec<K::Value>,
+    x: &mut DeviceVec<K::Value>,
+    opts: &PageRankOptions,
+) -> Result<PageRankReport, RtError> {
+    let n = m.rows();
+    let m = &m.internal();
     let chunk = opts.chunk.max(1).next_multiple_of(2);
     let inv_n = 1.0 / n as f64;
     let mut y = DeviceVec::<K::Value>::zeros(gpu, n)?;

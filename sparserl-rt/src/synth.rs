@@ -12,6 +12,9 @@ use thiserror::Error;
 
 use crate::csr::{Csr, CsrError};
 
+/// Irregular generators: R-MAT graphs, renumbered meshes, road networks, circuits.
+pub mod irregular;
+
 /// Why a generator could not build a matrix.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum SynthError {

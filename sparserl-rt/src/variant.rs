@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use crate::reorder::Reorder;
+
 /// Element type of a kernel's values, `x` and `y`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -164,6 +166,13 @@ pub struct Variant {
     pub stream_y: bool,
     /// `__launch_bounds__` minimum blocks per SM (0 = no hint); caps registers.
     pub min_blocks: u32,
+    /// The numbering the matrix is stored in on the device (square matrices;
+    /// see [`crate::reorder`]). Not part of the kernel's code: a renumbered
+    /// variant runs the same kernel on `P A Pᵀ`, and its `spmv` gathers `x`
+    /// and scatters `y` around it (both timed by the search). Omitted from
+    /// lock files and ids when `none`.
+    #[serde(default, skip_serializing_if = "Reorder::is_none")]
+    pub reorder: Reorder,
 }
 
 impl Variant {
@@ -178,6 +187,7 @@ impl Variant {
             ldg_x: true,
             stream_y: false,
             min_blocks: 0,
+            reorder: Reorder::None,
         };
         match strategy {
             Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow => {
@@ -307,7 +317,19 @@ impl Variant {
         if v.min_blocks > 0 {
             s += &format!(".m{}", v.min_blocks);
         }
+        if !v.reorder.is_none() {
+            s += &format!("+{}", v.reorder.as_str());
+        }
         s
+    }
+
+    /// The same kernel without renumbering (what is compiled: the numbering
+    /// is a property of the upload, not of the code).
+    pub const fn kernel(self) -> Variant {
+        Variant {
+            reorder: Reorder::None,
+            ..self
+        }
     }
 }
 

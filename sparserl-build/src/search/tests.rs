@@ -338,9 +338,95 @@ fn neighbours_differ_in_one_parameter() {
             w.ldg_x != v.ldg_x,
             w.stream_y != v.stream_y,
             w.min_blocks != v.min_blocks,
+            w.reorder != v.reorder,
         ];
         assert_eq!(diffs.iter().filter(|d| **d).count(), 1, "{w}");
     }
+    assert!(n.iter().any(|w| w.reorder == Reorder::Rcm));
+    assert!(n.iter().any(|w| w.reorder == Reorder::Degree));
+}
+
+/// A [`Sim`] whose samples are rectangular when `square` is false: no
+/// renumbered variant can run.
+struct Shaped {
+    sim: Sim,
+    square: bool,
+    measured: Vec<Variant>,
+}
+
+impl MeasureSource for Shaped {
+    fn samples(&self) -> usize {
+        self.sim.samples()
+    }
+    fn measure(&mut self, v: &Variant, reps: u32) -> Result<(Vec<SampleResult>, f64), SearchError> {
+        self.measured.push(*v);
+        self.sim.measure(v, reps)
+    }
+    fn applicable(&self, v: &Variant) -> bool {
+        self.square || v.reorder.is_none()
+    }
+}
+
+#[test]
+fn a_renumbering_that_pays_wins_and_one_that_cannot_run_is_never_measured() {
+    fn rcm_pays(v: &Variant) -> f64 {
+        score(v)
+            * match v.reorder {
+                Reorder::Rcm => 1.6,
+                Reorder::Degree => 0.9,
+                Reorder::None => 1.0,
+            }
+    }
+    let cfg = SearchConfig {
+        budget_seconds: 60.0,
+        ..SearchConfig::default()
+    };
+    let mut src = Shaped {
+        sim: Sim {
+            score: rcm_pays,
+            ..sim(|_| false, 0.0, 0.1)
+        },
+        square: true,
+        measured: Vec::new(),
+    };
+    let out = search(&proposals(), &mut src, &cfg).unwrap();
+    assert_eq!(out.winner.reorder, Reorder::Rcm, "{}", out.winner);
+    assert!(out.trials.iter().any(|t| t.phase == "renumber"));
+    assert!(out.winner.id().ends_with("+rcm"));
+
+    // Rectangular samples: the same scores, but no renumbered variant runs.
+    let mut src = Shaped {
+        sim: Sim {
+            score: rcm_pays,
+            ..sim(|_| false, 0.0, 0.1)
+        },
+        square: false,
+        measured: Vec::new(),
+    };
+    let out = search(&proposals(), &mut src, &cfg).unwrap();
+    assert_eq!(out.winner.reorder, Reorder::None);
+    assert!(src.measured.iter().all(|v| v.reorder.is_none()));
+}
+
+#[test]
+fn renumber_proposals_cover_the_other_orders_of_the_best() {
+    let a = Variant::of(Strategy::GroupPerRow);
+    let b = Variant {
+        reorder: Reorder::Rcm,
+        ..Variant::of(Strategy::Tiled)
+    };
+    let c = Variant::of(Strategy::NnzSplit);
+    let p = renumber_proposals(&[(a, 3.0), (b, 2.0), (c, 1.0)]);
+    assert_eq!(p.len(), 2 * RENUMBER_TOP);
+    assert!(p.contains(&Variant {
+        reorder: Reorder::Degree,
+        ..a
+    }));
+    assert!(p.contains(&Variant {
+        reorder: Reorder::None,
+        ..b
+    }));
+    assert!(p.iter().all(|v| v.strategy != Strategy::NnzSplit));
 }
 
 #[test]
