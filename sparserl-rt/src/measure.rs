@@ -475,6 +475,12 @@ impl<T: Scalar> Bench<T> {
     /// launch overhead); [`Bench::time_back_to_back_us`] gives the cost of
     /// calling in a loop.
     ///
+    /// A renumbered variant ([`Variant::reorder`]) is checked and timed on
+    /// the renumbered upload ([`Bench::device_csr_for`]): plain launches with
+    /// the device permutations of `x` and `y` inside the timing (transparent
+    /// use); fused launches ([`Bench::with_epilogue`]: the entries iterative
+    /// methods call, in permuted space) checked with them and timed without.
+    ///
     /// # Safety
     /// As [`Bench::check`].
     pub unsafe fn measure(
@@ -551,11 +557,19 @@ impl<T: Scalar> Bench<T> {
         // Only reached from the unsafe timing entry points, whose callers
         // vouch for `func`; the buffers are this Bench's own.
         let ep = st.ep.as_ref().map(BenchEpilogue::args);
+        // A fused entry serves iterative methods, which keep their vectors
+        // in the renumbered order for the whole solve: timed without the
+        // permutations (checked with them, on the same kernel and matrix).
+        let numbering = if ep.is_some() {
+            Numbering::Internal
+        } else {
+            Numbering::User
+        };
         crate::renumber::launch(
             &self.gpu,
             (func, variant),
             self.device_csr_for(variant.reorder)?,
-            Numbering::User,
+            numbering,
             &st.xs[i],
             &mut st.ys[i],
             ep.map(|e| (e, false)),

@@ -50,11 +50,13 @@ use sparserl_policies::dataset::{Dataset, MatrixRecord as DatasetMatrix};
 use sparserl_rt::measure::{time_back_to_back, time_graph, time_launches};
 
 mod args;
+mod irregular;
 mod render;
 mod report;
 mod suite;
 
 pub use args::*;
+pub use irregular::*;
 pub use render::*;
 pub use report::*;
 pub use suite::*;
@@ -141,7 +143,8 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn function(&self, v: &Variant, t: ValueType) -> Result<CudaFunction, String> {
-        if let Some(f) = self.compiled.get(&(*v, t)) {
+        // A renumbered variant runs its kernel's code.
+        if let Some(f) = self.compiled.get(&(v.kernel(), t)) {
             return f.clone();
         }
         match t {
@@ -501,6 +504,10 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
     }
 
     row.speedup_vs_cusparse = ratio(row.ours_gbs, row.cusparse_gbs);
+    if let Err(e) = same_order::<T>(ctx, csr, winner, &mut row) {
+        row.notes
+            .push(format!("same-order comparison failed: {e:#}"));
+    }
     row.pct_copy = ratio(row.ours_gbs, Some(ctx.copy_gbs)).map(|r| r * 100.0);
     row.seconds = t0.elapsed().as_secs_f64();
     let ds = DatasetMatrix {
@@ -668,8 +675,15 @@ pub fn run(args: Args) -> Result<()> {
         "cargo xtask {}",
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
     );
-    let do_large = args.suite != SuiteArg::Real;
-    let do_real = args.suite != SuiteArg::Large;
+    let do_large = matches!(
+        args.suite,
+        SuiteArg::Large | SuiteArg::Bandwidth | SuiteArg::All
+    );
+    let do_irregular = matches!(
+        args.suite,
+        SuiteArg::Irregular | SuiteArg::Bandwidth | SuiteArg::All
+    );
+    let do_real = matches!(args.suite, SuiteArg::Real | SuiteArg::All);
     let large_values = args.large_value.types();
     let real_values = args.value.types();
 
@@ -678,6 +692,22 @@ pub fn run(args: Args) -> Result<()> {
         large_suite(args.quick)
             .into_iter()
             .filter(|s| args.keeps(s.name, s.class))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let irregular_gens: Vec<(IrregularSpec, JoinHandle<Result<Csr>>)> = if do_irregular {
+        irregular_suite(args.quick)
+            .into_iter()
+            .filter(|s| args.keeps(s.name, s.class))
+            .enumerate()
+            .map(|(i, s)| {
+                let s2 = s.clone();
+                (
+                    s,
+                    std::thread::spawn(move || s2.build(0x1a2e_1000 + i as u64)),
+                )
+            })
             .collect()
     } else {
         Vec::new()
@@ -707,7 +737,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut values: Vec<ValueType> = Vec::new();
     for v in large_values
         .iter()
-        .filter(|_| do_large)
+        .filter(|_| do_large || do_irregular)
         .chain(real_values.iter().filter(|_| do_real))
     {
         if !values.contains(v) {
@@ -778,6 +808,36 @@ pub fn run(args: Args) -> Result<()> {
             name: spec.name,
             class: spec.class,
             suite: "large",
+            csr: &csr,
+            budget: args.budget_large,
+        };
+        runner.run_job(&job, &large_values);
+    }
+    for (spec, handle) in irregular_gens {
+        let csr = match handle.join() {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                runner.skip_all(spec.name, "irregular", &large_values, format!("{e:#}"));
+                continue;
+            }
+            Err(_) => {
+                let why = "generator panicked".to_string();
+                runner.skip_all(spec.name, "irregular", &large_values, why);
+                continue;
+            }
+        };
+        println!(
+            "irregular {}: {} x {}, nnz {} ({})",
+            spec.name,
+            csr.rows(),
+            csr.cols(),
+            csr.nnz(),
+            fmt_nnz(csr.nnz()),
+        );
+        let job = Job {
+            name: spec.name,
+            class: spec.class,
+            suite: "irregular",
             csr: &csr,
             budget: args.budget_large,
         };

@@ -7,9 +7,13 @@ use super::*;
 pub enum SuiteArg {
     /// Large synthetic matrices (well over L2).
     Large,
-    /// Real matrices from `--matrices`.
+    /// Large irregular graphs and meshes (most randomly numbered).
+    Irregular,
+    /// Both large sets (bandwidth-bound).
+    Bandwidth,
+    /// Real matrices from `--matrices` (latency-bound).
     Real,
-    /// Both.
+    /// All three.
     All,
 }
 

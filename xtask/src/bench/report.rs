@@ -87,6 +87,24 @@ pub struct Row {
     pub notes: Vec<String>,
     /// Seconds this row took.
     pub seconds: f64,
+    /// Numbering of our chosen variant (`none`, `rcm`, `degree`).
+    #[serde(default)]
+    pub reorder: Option<String>,
+    /// Host seconds to compute that ordering and renumber the matrix.
+    #[serde(default)]
+    pub reorder_host_seconds: Option<f64>,
+    /// Our chosen kernel alone on the renumbered matrix (no permutation), GB/s.
+    #[serde(default)]
+    pub ours_kernel_same_order_gbs: Option<f64>,
+    /// cuSPARSE's best algorithm on the same renumbered matrix, GB/s.
+    #[serde(default)]
+    pub cusparse_same_order_gbs: Option<f64>,
+    /// That algorithm.
+    #[serde(default)]
+    pub cusparse_same_order_alg: Option<String>,
+    /// ours (kernel alone) / cuSPARSE, both on the renumbered matrix.
+    #[serde(default)]
+    pub speedup_same_order: Option<f64>,
 }
 
 /// A matrix that was not benchmarked, and why.
@@ -109,6 +127,17 @@ pub struct SummaryPart {
     pub geomean_speedup_large: Option<f64>,
     /// Same over real matrices.
     pub geomean_speedup_real: Option<f64>,
+    /// Same over the large irregular matrices (ours with the permutations
+    /// inside the timing, cuSPARSE on the given order).
+    #[serde(default)]
+    pub geomean_speedup_irregular: Option<f64>,
+    /// Over the large irregular matrices, our kernel alone / cuSPARSE, both
+    /// on the same renumbered matrix (the given one when ours keeps it).
+    #[serde(default)]
+    pub geomean_speedup_irregular_same_order: Option<f64>,
+    /// Smallest ours / cuSPARSE over both large sets (large and irregular).
+    #[serde(default)]
+    pub min_speedup_large_all: Option<f64>,
     /// Geometric mean of cuSPARSE / ours back-to-back latency over real matrices.
     pub geomean_speedup_real_latency: Option<f64>,
     /// Geometric mean of cuSPARSE / ours graph-replay latency over real matrices.
@@ -218,9 +247,22 @@ pub fn summarize_part<'a>(rows: impl Iterator<Item = &'a Row>) -> SummaryPart {
         .iter()
         .filter_map(|r| ratio(r.ours_gbs, r.oracle_gbs))
         .collect();
+    let irregular_same: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.suite == "irregular")
+        .filter_map(|r| r.speedup_same_order)
+        .collect();
+    let min_large = rows
+        .iter()
+        .filter(|r| r.suite == "large" || r.suite == "irregular")
+        .filter_map(|r| ratio(r.ours_gbs, r.cusparse_gbs))
+        .min_by(f64::total_cmp);
     SummaryPart {
         geomean_speedup_large: gm(&speed("large")),
         geomean_speedup_real: gm(&speed("real")),
+        geomean_speedup_irregular: gm(&speed("irregular")),
+        geomean_speedup_irregular_same_order: gm(&irregular_same),
+        min_speedup_large_all: min_large,
         geomean_speedup_real_latency: gm(&lat),
         geomean_speedup_real_graph: gm(&graph),
         min_speedup: min.map(|m| m.0),

@@ -32,6 +32,12 @@ pub struct FusedCheck {
     /// capture, an undeclared epilogue): (what, refused).
     #[serde(default)]
     pub misuse: Vec<(String, bool)>,
+    /// Renumbered uploads (see [`renumbered`]): combinations checked.
+    #[serde(default)]
+    pub renumbered_checked: usize,
+    /// Of those, passed.
+    #[serde(default)]
+    pub renumbered_passed: usize,
 }
 
 /// The check matrices: a 2-D stencil (diagonal, narrow), a power-law graph
@@ -279,7 +285,15 @@ pub fn command(args: Args) -> Result<()> {
     for (what, ok) in &r.misuse {
         println!("fused-check: misuse refused: {what}: {ok}");
     }
-    if r.passed != r.checked || !r.graph_replay || r.misuse.iter().any(|m| !m.1) {
+    println!(
+        "fused-check: renumbered {}/{} passed",
+        r.renumbered_passed, r.renumbered_checked
+    );
+    if r.passed != r.checked
+        || r.renumbered_passed != r.renumbered_checked
+        || !r.graph_replay
+        || r.misuse.iter().any(|m| !m.1)
+    {
         bail!("fused-check failed: {:?}", r.failures);
     }
     println!("fused-check: done");
@@ -299,6 +313,11 @@ pub fn run(gpu: &Gpu, small: bool) -> Result<FusedCheck> {
     if small {
         mats.retain(|(n, _)| n == "empty-and-dense-rows");
     }
+    renumbered(gpu, &mats, &mut out)?;
+    eprintln!(
+        "fused check: renumbered {}/{} passed",
+        out.renumbered_passed, out.renumbered_checked
+    );
     let variants: Vec<Variant> = sparserl_rt::full_space()
         .into_iter()
         .filter(|v| v.strategy.fuses_epilogue())
@@ -360,6 +379,124 @@ pub fn run(gpu: &Gpu, small: bool) -> Result<FusedCheck> {
         );
     }
     Ok(out)
+}
+
+/// Renumbered uploads, for each ordering, on each check matrix plus a
+/// randomly numbered mesh, with one kernel per strategy that reads CSR or
+/// tiles (f64, every epilogue): transparent launches (plain through `spmv`,
+/// fused through [`check_one`]) against the float64 reference; permuted
+/// space (`to_internal`, a launch on `internal()`, `to_user`) against it too;
+/// the conversions round trip exactly; and CG on the mesh, solved in
+/// permuted space, reaches a true residual below 1e-8.
+fn renumbered(gpu: &Gpu, mats: &[(String, Csr)], out: &mut FusedCheck) -> Result<()> {
+    use sparserl_rt::reorder::Reorder;
+    use sparserl_rt::solvers::{Cg, CgOptions, jacobi_inverse};
+    let mesh = synth::irregular::mesh_2d(60, 60, 3)?;
+    let mut all: Vec<(String, Csr)> = mats.to_vec();
+    all.push(("mesh-2d-random".into(), mesh.clone()));
+    let record = |out: &mut FusedCheck, ok: bool, what: String| {
+        out.renumbered_checked += 1;
+        if ok {
+            out.renumbered_passed += 1;
+        } else if out.failures.len() < 20 {
+            out.failures.push(what);
+        }
+    };
+    let tol = sparserl_rt::tolerance(sparserl_rt::ValueType::F64);
+    for strategy in [
+        sparserl_rt::Strategy::GroupPerRow,
+        sparserl_rt::Strategy::ThreadPerRow,
+        sparserl_rt::Strategy::Tiled,
+        sparserl_rt::Strategy::NnzSplit,
+    ] {
+        for reorder in [Reorder::Rcm, Reorder::Degree] {
+            let v = Variant {
+                reorder,
+                ..Variant::of(strategy)
+            };
+            let eps: &[Epilogue] = if strategy.fuses_epilogue() {
+                &Epilogue::ALL
+            } else {
+                &[]
+            };
+            let k = kernel::build::<f64>("renumbered", &v, eps, &gpu.arch())?;
+            for (name, a) in &all {
+                let label = format!("{} {name}", v.id());
+                let da = k.upload(gpu, a)?;
+                record(
+                    out,
+                    da.renumbering() == reorder,
+                    format!("{label}: upload kept the given order"),
+                );
+                let x: Vec<f64> = (0..a.cols())
+                    .map(|i| ((i * 37 % 101) as f64) / 50.0 - 1.0)
+                    .collect();
+                let want = a.spmv_f64(&x);
+                let dx = DeviceVec::from_host(gpu, &x)?;
+                let mut dy = DeviceVec::<f64>::zeros(gpu, a.rows())?;
+                k.spmv(gpu, &da, &dx, &mut dy)?;
+                let err = sparserl_rt::measure::rel_err(&dy.to_host(gpu)?, &want);
+                record(
+                    out,
+                    err <= tol,
+                    format!("{label}: transparent y rel err {err:.2e}"),
+                );
+                let mut xi = DeviceVec::<f64>::zeros(gpu, a.cols())?;
+                let mut yi = DeviceVec::<f64>::zeros(gpu, a.rows())?;
+                let mut back = DeviceVec::<f64>::zeros(gpu, a.cols())?;
+                da.to_internal(gpu, &dx, &mut xi)?;
+                da.to_user(gpu, &xi, &mut back)?;
+                record(
+                    out,
+                    back.to_host(gpu)? == x,
+                    format!("{label}: to_internal then to_user is not the identity"),
+                );
+                k.spmv(gpu, &da.internal(), &xi, &mut yi)?;
+                da.to_user(gpu, &yi, &mut dy)?;
+                let err = sparserl_rt::measure::rel_err(&dy.to_host(gpu)?, &want);
+                record(
+                    out,
+                    err <= tol,
+                    format!("{label}: permuted-space y rel err {err:.2e}"),
+                );
+                if !eps.is_empty() {
+                    let (before_checked, before_passed) = (out.checked, out.passed);
+                    check_one(gpu, &k, a, out, &label)?;
+                    let (c, p) = (out.checked - before_checked, out.passed - before_passed);
+                    // Counted as renumbered checks, not as plain fused ones.
+                    out.checked = before_checked;
+                    out.passed = before_passed;
+                    out.renumbered_checked += c;
+                    out.renumbered_passed += p;
+                }
+            }
+            if strategy.fuses_epilogue() {
+                let dm = k.upload(gpu, &mesh)?;
+                let jac = jacobi_inverse(&mesh)?;
+                let mut cg = Cg::new(gpu, &k, &dm, Some(&jac))?;
+                let b: Vec<f64> = (0..mesh.rows()).map(|i| 1.0 + (i % 7) as f64).collect();
+                let db = DeviceVec::from_host(gpu, &b)?;
+                let mut dx = DeviceVec::<f64>::zeros(gpu, mesh.rows())?;
+                let opts = CgOptions {
+                    tol: 1e-10,
+                    max_iters: 2000,
+                    chunk: 20,
+                };
+                cg.solve(gpu, &dm, &db, &mut dx, &opts)?;
+                let sol = dx.to_host(gpu)?;
+                let ax = mesh.spmv_f64(&sol);
+                let num: f64 = ax.iter().zip(&b).map(|(p, q)| (p - q) * (p - q)).sum();
+                let den: f64 = b.iter().map(|q| q * q).sum();
+                let res = (num / den).sqrt();
+                record(
+                    out,
+                    res <= 1e-8,
+                    format!("{}: CG in permuted space, true residual {res:.2e}", v.id()),
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 enum BuiltKernel {
