@@ -162,7 +162,8 @@ pub fn prior_score(v: &Variant, f: &Features, _value: ValueType) -> f64 {
         | Strategy::GroupPerRow
         | Strategy::Diagonal
         | Strategy::Binned
-        | Strategy::Narrow => {
+        | Strategy::Narrow
+        | Strategy::Sell => {
             let l = if !matches!(
                 v.strategy,
                 Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow

@@ -180,7 +180,7 @@ pub fn variant_of(a: [usize; 6]) -> Variant {
 /// Which heads a strategy uses: `[block, lanes, items, unroll, ldg]`.
 pub fn heads_used(s: Strategy) -> [bool; 5] {
     match s {
-        Strategy::ThreadPerRow | Strategy::BlockPerRow | Strategy::Diagonal => {
+        Strategy::ThreadPerRow | Strategy::BlockPerRow | Strategy::Diagonal | Strategy::Sell => {
             [true, false, false, true, true]
         }
         Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow => {

@@ -220,9 +220,11 @@ pub fn truth(v: &Variant, f: &Features, value: ValueType) -> f64 {
         }
         // The synthetic world models the core (CSR) space only; layout
         // strategies are very slow in it.
-        Strategy::Diagonal | Strategy::Binned | Strategy::Tiled | Strategy::Narrow => {
-            (1e-9, f.max_row)
-        }
+        Strategy::Diagonal
+        | Strategy::Binned
+        | Strategy::Tiled
+        | Strategy::Narrow
+        | Strategy::Sell => (1e-9, f.max_row),
     };
     let mut frac = w / ((w / eff.max(1e-9)).max(crit).max(1.0) + 2.0);
     // __ldg helps when x is gathered from scattered segments.

@@ -39,10 +39,11 @@ const DIAGONAL: &str = include_str!("../kernels/diagonal.cu");
 const BINNED: &str = include_str!("../kernels/binned.cu");
 const TILED: &str = include_str!("../kernels/tiled.cu");
 const NARROW: &str = include_str!("../kernels/narrow.cu");
+const SELL: &str = include_str!("../kernels/sell.cu");
 const EPILOGUE: &str = include_str!("../kernels/epilogue.cuh");
 
 /// Every fragment, in a fixed order (name, text).
-const FRAGMENTS: [(&str, &str); 10] = [
+const FRAGMENTS: [(&str, &str); 11] = [
     ("common.cuh", COMMON),
     ("epilogue.cuh", EPILOGUE),
     ("thread_per_row.cu", THREAD_PER_ROW),
@@ -53,6 +54,7 @@ const FRAGMENTS: [(&str, &str); 10] = [
     ("binned.cu", BINNED),
     ("tiled.cu", TILED),
     ("narrow.cu", NARROW),
+    ("sell.cu", SELL),
 ];
 
 /// Errors of [`generate`].
@@ -125,6 +127,7 @@ fn strategy_fragment(s: Strategy) -> &'static str {
         Strategy::Binned => BINNED,
         Strategy::Tiled => TILED,
         Strategy::Narrow => NARROW,
+        Strategy::Sell => SELL,
     }
 }
 

@@ -29,6 +29,7 @@ fn variant_expr(v: &sparserl_rt::Variant) -> String {
         sparserl_rt::Strategy::Binned => "Binned",
         sparserl_rt::Strategy::Tiled => "Tiled",
         sparserl_rt::Strategy::Narrow => "Narrow",
+        sparserl_rt::Strategy::Sell => "Sell",
     };
     let reorder = match v.reorder {
         sparserl_rt::reorder::Reorder::None => "None",

@@ -139,7 +139,8 @@ pub trait MeasureSource {
 /// follow the policy's first row-mapped proposal (its lanes, half and double
 /// of them; thread-per-row counts as 2 lanes), block 256, and narrow-index
 /// kernels with the same lanes; tiled kernels with block 256, 128 and 512,
-/// and 256 with streaming loads; all with `__ldg` loads of `x`.
+/// and 256 with streaming loads; SELL-C-sigma kernels with block 256 and
+/// unroll 1 or 2, and block 512; all with `__ldg` loads of `x`.
 pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
     let diagonal = [(256, 1), (256, 8), (512, 4)]
         .into_iter()
@@ -176,6 +177,13 @@ pub fn layout_proposals(proposals: &[Variant]) -> Vec<Variant> {
             }
         }
     }
+    out.extend(
+        [(256, 1), (256, 2), (512, 1)].map(|(block, unroll)| Variant {
+            block,
+            unroll,
+            ..Variant::of(Strategy::Sell)
+        }),
+    );
     out
 }
 

@@ -19,6 +19,9 @@ use std::sync::{Arc, Mutex};
 
 pub use crate::layouts::Layouts;
 
+mod parts;
+pub use parts::{DeviceBinned, DeviceDia, DeviceSell, DeviceTiled};
+
 /// L2 size assumed when the driver does not report one (H100/H200: 50 MB).
 pub const DEFAULT_L2_BYTES: usize = 50 * 1000 * 1000;
 
@@ -377,6 +380,7 @@ pub struct DeviceCsr<T: Scalar> {
     binned: Option<DeviceBinned>,
     tiled: Option<DeviceTiled>,
     narrow: Option<CudaSlice<i16>>,
+    sell: Option<DeviceSell<T>>,
     /// The stream of the upload ([`Gpu::stream`]): every kernel on this
     /// matrix runs there (checked), so its memory is freed in stream order.
     stream: Arc<CudaStream>,
@@ -386,66 +390,6 @@ pub struct DeviceCsr<T: Scalar> {
     perm: Option<crate::renumber::DevicePerm<T>>,
 }
 
-/// The row-binned layout of a [`DeviceCsr`] (see [`crate::binned`]).
-pub struct DeviceBinned {
-    /// `[threshold, n_long, n_chunks, long_rows, chunk_long, chunk_start]`.
-    pub meta: CudaSlice<i32>,
-    /// `n_long + 1` zeroed slots: long-row accumulators and a completion
-    /// counter, written by binned kernels and left zeroed by them.
-    pub scratch: CudaSlice<f64>,
-    /// Rows longer than this are long.
-    pub threshold: usize,
-    /// Number of long rows.
-    pub long_rows: usize,
-    /// Number of chunks of long rows.
-    pub chunks: usize,
-}
-
-impl fmt::Debug for DeviceBinned {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeviceBinned")
-            .field("threshold", &self.threshold)
-            .field("long_rows", &self.long_rows)
-            .field("chunks", &self.chunks)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The tile layout of a [`DeviceCsr`] (see [`crate::tiled`]).
-pub struct DeviceTiled {
-    /// `[n_tiles, n_acc, tile_row, tile_nnz, tile_acc, acc_row, acc_pieces]`.
-    pub meta: CudaSlice<i32>,
-    /// `2 * n_acc` zeroed slots (at least one): accumulators of the rows cut
-    /// into pieces and their completion counters, written by tiled kernels
-    /// and left zeroed by them.
-    pub scratch: CudaSlice<f64>,
-    /// Number of tiles (one block each).
-    pub tiles: usize,
-    /// Number of rows cut into pieces.
-    pub split_rows: usize,
-}
-
-impl fmt::Debug for DeviceTiled {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeviceTiled")
-            .field("tiles", &self.tiles)
-            .field("split_rows", &self.split_rows)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The diagonal layout of a [`DeviceCsr`] (see [`crate::dia`]).
-pub struct DeviceDia<T: Scalar> {
-    /// Ascending diagonal offsets `col - row`.
-    pub offsets: CudaSlice<i32>,
-    /// Diagonal-major values, `offsets.len() * rows` entries, zero padded.
-    pub values: CudaSlice<T>,
-    /// Number of diagonals.
-    pub diagonals: usize,
-    /// Stored entries per nonzero (1.0 = no padding).
-    pub stored_per_nnz: f64,
-}
-
 impl<T: Scalar> fmt::Debug for DeviceCsr<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeviceCsr")
@@ -453,15 +397,6 @@ impl<T: Scalar> fmt::Debug for DeviceCsr<T> {
             .field("rows", &self.rows)
             .field("cols", &self.cols)
             .field("nnz", &self.nnz)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<T: Scalar> fmt::Debug for DeviceDia<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeviceDia")
-            .field("diagonals", &self.diagonals)
-            .field("stored_per_nnz", &self.stored_per_nnz)
             .finish_non_exhaustive()
     }
 }
@@ -581,9 +516,24 @@ impl<T: Scalar> DeviceCsr<T> {
             Some(off) => Some(gpu.stream.clone_htod(&off)?),
             None => None,
         };
+        let sell = match layouts
+            .sell
+            .then(|| crate::sell::SellLayout::build(csr))
+            .flatten()
+        {
+            Some(l) => Some(DeviceSell {
+                slice_ptr: gpu.stream.clone_htod(&l.slice_ptr)?,
+                meta: gpu.stream.clone_htod(&l.meta())?,
+                cols: upload_padded(gpu, &l.cols)?,
+                values: upload_padded(gpu, &l.values(values, T::from_f64(0.0)))?,
+                slots: l.slots(),
+                stored_per_nnz: l.stored_per_nnz(csr),
+            }),
+            None => None,
+        };
         // Which CSR arrays to hold: all, unless a layout that stands alone
         // was built and the caller asked for it alone.
-        let standalone = dia.is_some() || narrow.is_some();
+        let standalone = dia.is_some() || narrow.is_some() || sell.is_some();
         let keep_all = layouts.csr || !standalone || binned.is_some() || tiled.is_some();
         let keep_rows = keep_all || narrow.is_some();
         Ok(DeviceCsr {
@@ -591,6 +541,7 @@ impl<T: Scalar> DeviceCsr<T> {
             binned,
             tiled,
             narrow,
+            sell,
             stream: gpu.stream.clone(),
             rows: csr.rows(),
             cols: csr.cols(),
@@ -680,6 +631,12 @@ impl<T: Scalar> DeviceCsr<T> {
                 .map_or(0, |t| t.meta.num_bytes() + t.scratch.num_bytes())
             + self.narrow.as_ref().map_or(0, |n| n.num_bytes())
             + self.perm.as_ref().map_or(0, |p| p.bytes())
+            + self.sell.as_ref().map_or(0, |l| {
+                l.slice_ptr.num_bytes()
+                    + l.meta.num_bytes()
+                    + l.cols.num_bytes()
+                    + l.values.num_bytes()
+            })
     }
     /// The diagonal layout, when the matrix qualified for it at upload and it
     /// was not dropped.
@@ -700,6 +657,10 @@ impl<T: Scalar> DeviceCsr<T> {
     pub(crate) fn tiled(&self) -> Option<&DeviceTiled> {
         self.tiled.as_ref()
     }
+    /// The SELL-C-sigma layout, when the matrix qualified and it was not dropped.
+    pub(crate) fn sell(&self) -> Option<&DeviceSell<T>> {
+        self.sell.as_ref()
+    }
     /// Whether a kernel of `strategy` can run on this matrix (CSR strategies
     /// always; layout strategies when the matrix has their layout).
     pub fn has_layout(&self, strategy: crate::Strategy) -> bool {
@@ -708,6 +669,7 @@ impl<T: Scalar> DeviceCsr<T> {
             crate::Strategy::Binned => self.binned.is_some(),
             crate::Strategy::Tiled => self.tiled.is_some(),
             crate::Strategy::Narrow => self.narrow.is_some(),
+            crate::Strategy::Sell => self.sell.is_some(),
             _ => self.csr,
         }
     }
@@ -735,6 +697,12 @@ impl<T: Scalar> DeviceCsr<T> {
                 .narrow
                 .as_ref()
                 .map(|n| self.indptr.num_bytes() + self.values.num_bytes() + n.num_bytes()),
+            crate::Strategy::Sell => self.sell.as_ref().map(|l| {
+                l.slice_ptr.num_bytes()
+                    + l.meta.num_bytes()
+                    + l.cols.num_bytes()
+                    + l.values.num_bytes()
+            }),
             _ => Some(self.device_bytes()),
         }
     }
@@ -768,6 +736,7 @@ impl<T: Scalar> DeviceCsr<T> {
         self.binned = None;
         self.tiled = None;
         self.narrow = None;
+        self.sell = None;
     }
 }
 

@@ -377,6 +377,8 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
     let (rows, cols, nnz) = (a.rows() as i32, a.cols() as i32, a.nnz() as i32);
     // At most MAX_DIAGONALS (64).
     let ndiag = a.diagonals().map_or(0, |d| d.diagonals as i32);
+    // At most i32::MAX (the layout is built only when its elements fit).
+    let slots = a.sell().map_or(0, |l| l.slots as i32);
     let mut builder = stream.launch_builder(func);
     if variant.strategy == Strategy::Diagonal {
         let dia = a.diagonals().ok_or_else(|| RtError::LayoutUnavailable {
@@ -394,6 +396,23 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
             .arg(&dia.values)
             .arg(x)
             .arg(y);
+    } else if variant.strategy == Strategy::Sell {
+        let l = a.sell().ok_or_else(|| RtError::LayoutUnavailable {
+            variant: variant.id(),
+            reason: "the matrix has no SELL-C-sigma layout (its slices would pad more than \
+                     50%, or it was dropped)"
+                .into(),
+        })?;
+        builder
+            .arg(&rows)
+            .arg(&cols)
+            .arg(&slots)
+            .arg(&l.slice_ptr)
+            .arg(&l.cols)
+            .arg(&l.values)
+            .arg(x)
+            .arg(y)
+            .arg(&l.meta);
     } else if variant.strategy == Strategy::Narrow {
         let off = a.narrow().ok_or_else(|| RtError::LayoutUnavailable {
             variant: variant.id(),
@@ -434,7 +453,11 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
     // Diagonal kernels: `ndiag` <= 64 offsets and ndiag * rows values, and the
     // kernel bounds every column by `cols`. Narrow kernels get `const short*`
     // offsets (nnz entries) in place of `indices`, each `row + offset` a
-    // validated column of that row. Binned kernels additionally get
+    // validated column of that row. SELL-C-sigma kernels get the slice
+    // pointers (slots / 32 + 1), the stored columns and values (every
+    // column a validated one of its row's, or of the row's padding, which
+    // is not read) and `meta` = [row_of, slot_len] of `slots` entries each,
+    // all built from this CSR at upload. Binned kernels additionally get
     // `meta` (consistent with this CSR, built from it at upload) and
     // `scratch` (n_long + 1 slots), which they write; tiled kernels likewise
     // get the tile `meta` and `scratch` (2 n_acc slots, at least one); the matrix was uploaded

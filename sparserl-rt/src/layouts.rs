@@ -21,9 +21,11 @@ pub struct Layouts {
     pub tiled: bool,
     /// The 16-bit column offsets of [`Strategy::Narrow`](crate::Strategy::Narrow) kernels.
     pub narrow: bool,
+    /// The SELL-C-sigma slices of [`Strategy::Sell`](crate::Strategy::Sell) kernels.
+    pub sell: bool,
     /// Keep the CSR arrays. `false` keeps only what the built layout's
     /// kernels read when a layout that stands alone was built: nothing more
-    /// for the diagonal layout, the row pointers and values (not the column
+    /// for the diagonal and SELL-C-sigma layouts, the row pointers and values (not the column
     /// indices) for the narrow one. The nnz-balanced fallback needs all
     /// three CSR arrays, so a matrix without them always runs its layout's
     /// kernel. Ignored (the arrays are kept) when neither layout was built.
@@ -42,6 +44,7 @@ impl Layouts {
         binned: true,
         tiled: true,
         narrow: true,
+        sell: true,
         csr: true,
         reorder: crate::reorder::Reorder::None,
     };
@@ -51,13 +54,14 @@ impl Layouts {
         binned: false,
         tiled: false,
         narrow: false,
+        sell: false,
         csr: true,
         reorder: crate::reorder::Reorder::None,
     };
 
     /// The least device memory `variant` can run from: its layout alone
-    /// where its kernels need no CSR array (diagonal; narrow keeps row
-    /// pointers and values), else CSR plus its layout.
+    /// where its kernels need no CSR array (diagonal, SELL-C-sigma; narrow
+    /// keeps row pointers and values), else CSR plus its layout.
     ///
     /// ```
     /// use sparserl_rt::{Layouts, Strategy, Variant};
@@ -68,7 +72,10 @@ impl Layouts {
     pub fn lean(variant: &crate::Variant) -> Layouts {
         use crate::Strategy;
         let mut l = Layouts::for_variants(&[*variant]);
-        l.csr = !matches!(variant.strategy, Strategy::Diagonal | Strategy::Narrow);
+        l.csr = !matches!(
+            variant.strategy,
+            Strategy::Diagonal | Strategy::Narrow | Strategy::Sell
+        );
         l
     }
 
@@ -82,6 +89,7 @@ impl Layouts {
             binned: has(Strategy::Binned),
             tiled: has(Strategy::Tiled),
             narrow: has(Strategy::Narrow),
+            sell: has(Strategy::Sell),
             csr: true,
             reorder: variants.first().map_or(Default::default(), |v| v.reorder),
         }

@@ -28,6 +28,7 @@ pub mod kernel;
 #[cfg(feature = "tools")]
 pub mod mtx;
 pub mod narrow;
+pub mod sell;
 #[cfg(feature = "tools")]
 pub mod synth;
 pub mod tiled;

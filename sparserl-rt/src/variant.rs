@@ -91,11 +91,16 @@ pub enum Strategy {
     /// Available for matrices whose nonzeros all lie within 32767 of the
     /// diagonal.
     Narrow,
+    /// SELL-C-sigma (see [`crate::sell`]): rows sorted by length within
+    /// windows, slices of 32 rows stored column-major and padded to their
+    /// longest row, one thread per row with coalesced loads; for short and
+    /// uniform rows. Available for matrices whose padding stays small.
+    Sell,
 }
 
 impl Strategy {
     /// Every strategy the generator knows.
-    pub const ALL: [Strategy; 8] = [
+    pub const ALL: [Strategy; 9] = [
         Strategy::ThreadPerRow,
         Strategy::GroupPerRow,
         Strategy::BlockPerRow,
@@ -104,6 +109,7 @@ impl Strategy {
         Strategy::Binned,
         Strategy::Tiled,
         Strategy::Narrow,
+        Strategy::Sell,
     ];
     /// The strategies that read plain CSR and so apply to every matrix
     /// (the strategies of [`core_space`]).
@@ -124,7 +130,11 @@ impl Strategy {
     pub const fn needs_layout(self) -> bool {
         matches!(
             self,
-            Strategy::Diagonal | Strategy::Binned | Strategy::Tiled | Strategy::Narrow
+            Strategy::Diagonal
+                | Strategy::Binned
+                | Strategy::Tiled
+                | Strategy::Narrow
+                | Strategy::Sell
         )
     }
     /// Short stable name.
@@ -138,6 +148,7 @@ impl Strategy {
             Strategy::Binned => "binned",
             Strategy::Tiled => "tiled",
             Strategy::Narrow => "narrow",
+            Strategy::Sell => "sell",
         }
     }
 }
@@ -213,7 +224,10 @@ impl Variant {
     pub const fn canonical(self) -> Variant {
         let mut v = self;
         match v.strategy {
-            Strategy::ThreadPerRow | Strategy::BlockPerRow | Strategy::Diagonal => {
+            Strategy::ThreadPerRow
+            | Strategy::BlockPerRow
+            | Strategy::Diagonal
+            | Strategy::Sell => {
                 v.lanes = 1;
                 v.items = 1;
             }
@@ -277,6 +291,8 @@ impl Variant {
     pub fn grid(&self, rows: usize, nnz: usize) -> u32 {
         let work_items: usize = match self.strategy {
             Strategy::ThreadPerRow | Strategy::Diagonal => rows,
+            // Sell: one thread per row slot (rows rounded up to slices).
+            Strategy::Sell => rows.div_ceil(crate::sell::C) * crate::sell::C,
             // Binned: the short-row part; the launch adds the long-row blocks.
             Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow => {
                 rows * self.lanes as usize
@@ -336,8 +352,9 @@ impl Variant {
 /// The layout design space: variants of the strategies that need a layout
 /// other than CSR ([`Strategy::needs_layout`]): diagonal kernels (block size
 /// x unroll x `x` load path), binned and narrow-index kernels (lanes x
-/// block 128/256 x unroll 1/2, `__ldg` loads) and tiled kernels (block size
-/// x `x` load path x streaming loads). Diagonal, binned and narrow kernels
+/// block 128/256 x unroll 1/2, `__ldg` loads), tiled kernels (block size
+/// x `x` load path x streaming loads) and SELL-C-sigma kernels (block size
+/// x unroll, `__ldg` loads). Diagonal, binned and narrow kernels
 /// apply only to matrices whose structure allows their layout, and every one
 /// needs more than the CSR arrays, so they are kept apart from [`core_space`]
 /// (every variant of which runs on the CSR arrays of any matrix).
@@ -379,6 +396,15 @@ pub fn layout_space() -> Vec<Variant> {
                     ..Variant::of(Strategy::Diagonal)
                 });
             }
+        }
+    }
+    for block in [128, 256, 512] {
+        for unroll in [1, 2, 4] {
+            out.push(Variant {
+                block,
+                unroll,
+                ..Variant::of(Strategy::Sell)
+            });
         }
     }
     out
@@ -470,7 +496,7 @@ mod tests {
         let full = full_space();
         let set: std::collections::HashSet<_> = full.iter().map(|v| v.id()).collect();
         assert_eq!(set.len(), full.len());
-        assert_eq!(full.len(), space.len() + 18 + 20 + 16 + 20);
+        assert_eq!(full.len(), space.len() + 18 + 20 + 16 + 20 + 9);
         for v in layout_space() {
             v.validate().unwrap();
             assert_eq!(v, v.canonical());

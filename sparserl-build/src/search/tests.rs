@@ -51,6 +51,7 @@ fn score(v: &Variant) -> f64 {
         Strategy::Binned => 60.0,
         Strategy::Tiled => 70.0,
         Strategy::Narrow => 80.0,
+        Strategy::Sell => 90.0,
     };
     base + if v.stream_y { 30.0 } else { 0.0 } + v.block as f64 / 100.0
 }
