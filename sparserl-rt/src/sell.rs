@@ -64,6 +64,13 @@ impl SellLayout {
     /// [`MAX_STORED_PER_NNZ`] or the stored elements would not fit the
     /// kernels' 32-bit offsets.
     pub fn build(a: &Csr) -> Option<SellLayout> {
+        Self::build_with_limit(a, MAX_STORED_PER_NNZ)
+    }
+
+    /// [`SellLayout::build`] with another padding limit (stored elements
+    /// per nonzero; `f64::INFINITY` builds every matrix whose stored
+    /// elements fit the 32-bit offsets).
+    pub fn build_with_limit(a: &Csr, max_stored_per_nnz: f64) -> Option<SellLayout> {
         let rows = a.rows();
         let len = |r: usize| a.row_len(r);
         let mut order: Vec<u32> = (0..rows as u32).collect();
@@ -84,7 +91,7 @@ impl SellLayout {
         }
         let stored = *slice_ptr.last().unwrap_or(&0);
         if stored > i32::MAX as i64
-            || (stored as f64) > MAX_STORED_PER_NNZ * (a.nnz().max(1) as f64)
+            || (stored as f64) > max_stored_per_nnz * (a.nnz().max(1) as f64)
         {
             return None;
         }

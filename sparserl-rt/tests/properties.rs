@@ -1,10 +1,12 @@
 //! Property tests: every layout conversion keeps the matrix (CSR to the
-//! layout and back is the identity), and the Matrix Market reader never
+//! layout and back is the identity), every renumbering is a permutation
+//! that keeps the matrix's meaning, and the Matrix Market reader never
 //! panics, whatever the bytes, and reads back what was written.
 
 use proptest::prelude::*;
 use sparserl_rt::Csr;
-use sparserl_rt::{binned, dia, narrow, tiled};
+use sparserl_rt::reorder::Reorder;
+use sparserl_rt::{binned, dia, narrow, sell, tiled};
 
 /// A random CSR matrix: up to 40 x 40 (or one long row), up to 400 entries.
 fn csr_strategy() -> impl Strategy<Value = Csr> {
@@ -109,6 +111,56 @@ proptest! {
             let pieces = t.tile_acc.iter().filter(|&&x| x == a as i32).count();
             prop_assert_eq!(pieces as i32, t.acc_pieces[a]);
             prop_assert!(row >= 0 && (row as usize) < csr.rows());
+        }
+    }
+
+    #[test]
+    fn sell_layout_round_trips(csr in csr_strategy()) {
+        // Without the padding limit, so that every random matrix is built.
+        let l = sell::SellLayout::build_with_limit(&csr, f64::INFINITY).expect("fits");
+        let vals = l.values(csr.values(), 0.0);
+        let mut d = vec![0.0; csr.rows() * csr.cols()];
+        let mut seen = vec![false; csr.rows()];
+        for (slot, &r) in l.row_of.iter().enumerate() {
+            if r < 0 {
+                prop_assert_eq!(l.slot_len[slot], 0);
+                continue;
+            }
+            prop_assert!(!std::mem::replace(&mut seen[r as usize], true));
+            prop_assert_eq!(l.slot_len[slot] as usize, csr.row_len(r as usize));
+            let base = l.slice_ptr[slot / sell::C] as usize + slot % sell::C;
+            for j in 0..l.slot_len[slot] as usize {
+                let at = base + j * sell::C;
+                d[r as usize * csr.cols() + l.cols[at] as usize] += vals[at];
+            }
+        }
+        prop_assert!(seen.iter().all(|&s| s));
+        prop_assert_eq!(d, dense(&csr));
+        // The padding of a slice is zero and never the only copy of a value.
+        let stored_nonzero = l.src.iter().filter(|&&i| i != u32::MAX).count();
+        prop_assert_eq!(stored_nonzero, csr.nnz());
+    }
+
+    #[test]
+    fn renumberings_are_permutations_that_keep_the_matrix(csr in csr_strategy()) {
+        for r in [Reorder::Rcm, Reorder::Degree] {
+            match r.permutation(&csr) {
+                None => prop_assert!(csr.rows() != csr.cols()),
+                Some(p) => {
+                    let mut seen = vec![false; p.len()];
+                    for &o in p.new_to_old() {
+                        prop_assert!(!std::mem::replace(&mut seen[o as usize], true));
+                    }
+                    let b = p.apply(&csr);
+                    let (da, db, n) = (dense(&csr), dense(&b), csr.rows());
+                    for i in 0..n {
+                        for j in 0..n {
+                            let (oi, oj) = (p.new_to_old()[i] as usize, p.new_to_old()[j] as usize);
+                            prop_assert_eq!(db[i * n + j], da[oi * n + oj]);
+                        }
+                    }
+                }
+            }
         }
     }
 
