@@ -79,20 +79,31 @@ pub enum BuildError {
         expected: &'static str,
     },
     /// Code generation failed (an internal error: please report).
-    #[error("code generation failed for kernel `{kernel}`: {message}")]
+    #[error("code generation failed for kernel `{kernel}`: {source}")]
     Codegen {
         /// kernel name
         kernel: String,
         /// cause
-        message: String,
+        #[source]
+        source: codegen::CodegenError,
     },
-    /// NVRTC rejected generated code (an internal error: please report).
-    #[error("NVRTC failed on kernel `{kernel}`: {message}")]
+    /// NVRTC or ptxas rejected generated code (an internal error: please report).
+    #[error("NVRTC failed on kernel `{kernel}`: {source}")]
     Compile {
         /// kernel name
         kernel: String,
         /// cause
-        message: String,
+        #[source]
+        source: sparserl_rt::nvrtc::NvrtcError,
+    },
+    /// The measured search broke down (the device was lost, ...).
+    #[error("measuring kernel `{kernel}` failed: {source}")]
+    Search {
+        /// kernel name
+        kernel: String,
+        /// cause
+        #[source]
+        source: crate::search::SearchError,
     },
     /// A kernel index beyond the descriptor's kernels.
     #[error("no kernel with index {0} in the descriptor")]
@@ -662,9 +673,9 @@ impl Builder {
                             &cfg,
                             crate::gpu::measured_epilogue(&decl.epilogues),
                         )
-                        .map_err(|e| BuildError::Compile {
+                        .map_err(|source| BuildError::Search {
                             kernel: decl.name.clone(),
-                            message: e.to_string(),
+                            source,
                         })?;
                     let pct = 100.0 * out.gbs / g.copy_gbs();
                     let fused = crate::gpu::measured_epilogue(&decl.epilogues)
@@ -708,9 +719,9 @@ impl Builder {
                 }
             }
         };
-        let codegen_err = |e: codegen::CodegenError| BuildError::Codegen {
+        let codegen_err = |source: codegen::CodegenError| BuildError::Codegen {
             kernel: decl.name.clone(),
-            message: e.to_string(),
+            source,
         };
         let chosen =
             codegen::generate_with(&variant, decl.value, &decl.epilogues).map_err(codegen_err)?;
@@ -740,9 +751,11 @@ impl Builder {
             .collect();
         let ptx = |src: &str, arch: &str| -> Result<String, BuildError> {
             let opts: Vec<String> = COMPILE_OPTIONS.iter().map(|s| s.to_string()).collect();
-            sparserl_rt::nvrtc::compile_ptx(src, arch, &opts).map_err(|e| BuildError::Compile {
-                kernel: decl.name.clone(),
-                message: e.to_string(),
+            sparserl_rt::nvrtc::compile_ptx(src, arch, &opts).map_err(|source| {
+                BuildError::Compile {
+                    kernel: decl.name.clone(),
+                    source,
+                }
             })
         };
         // PTX for every target, and cubins (SASS) when ptxas is found, so a
@@ -750,9 +763,9 @@ impl Builder {
         // compiling; PTX stays for newer devices.
         let with_cubins = compile && sparserl_rt::nvrtc::ptxas_available();
         let cubin = |ptx: &str, arch: &str| {
-            sparserl_rt::nvrtc::assemble_cubin(ptx, arch).map_err(|e| BuildError::Compile {
+            sparserl_rt::nvrtc::assemble_cubin(ptx, arch).map_err(|source| BuildError::Compile {
                 kernel: decl.name.clone(),
-                message: e.to_string(),
+                source,
             })
         };
         let mut images = Vec::new();

@@ -12,6 +12,31 @@ use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// Why measuring is impossible, or why a variant could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// No usable GPU (no driver, no device, ...).
+    #[error("{0}")]
+    NoGpu(#[source] RtError),
+    /// NVRTC is missing or rejected the source.
+    #[error(transparent)]
+    Nvrtc(#[from] sparserl_rt::nvrtc::NvrtcError),
+    /// The variant's code could not be generated.
+    #[error(transparent)]
+    Codegen(#[from] codegen::CodegenError),
+    /// The variant's strategy has no fused entry for the epilogue.
+    #[error("{variant} cannot fuse the {epilogue} epilogue")]
+    CannotFuse {
+        /// The variant's id.
+        variant: String,
+        /// The epilogue.
+        epilogue: Epilogue,
+    },
+    /// Loading the module failed.
+    #[error(transparent)]
+    Load(#[from] RtError),
+}
+
 /// A GPU ready to tune kernels on.
 pub struct GpuTuner {
     gpu: Gpu,
@@ -28,9 +53,9 @@ impl std::fmt::Debug for GpuTuner {
 
 impl GpuTuner {
     /// Finds GPU 0 and NVRTC; `Err` says why measuring is impossible.
-    pub fn probe() -> Result<GpuTuner, String> {
-        let gpu = Gpu::new(0).map_err(|e| e.to_string())?;
-        sparserl_rt::nvrtc::locate().map_err(|e| e.to_string())?;
+    pub fn probe() -> Result<GpuTuner, GpuError> {
+        let gpu = Gpu::new(0).map_err(GpuError::NoGpu)?;
+        sparserl_rt::nvrtc::locate()?;
         Ok(GpuTuner {
             gpu,
             copy_gbs: OnceCell::new(),
@@ -139,7 +164,7 @@ pub fn measured_epilogue(epilogues: &[Epilogue]) -> Option<Epilogue> {
 pub fn load_variant<T: Scalar>(
     gpu: &Gpu,
     variant: &Variant,
-) -> Result<cudarc::driver::CudaFunction, String> {
+) -> Result<cudarc::driver::CudaFunction, GpuError> {
     load_variant_with::<T>(gpu, variant, None)
 }
 
@@ -149,9 +174,9 @@ pub fn load_variant_with<T: Scalar>(
     gpu: &Gpu,
     variant: &Variant,
     epilogue: Option<Epilogue>,
-) -> Result<cudarc::driver::CudaFunction, String> {
+) -> Result<cudarc::driver::CudaFunction, GpuError> {
     let eps: Vec<Epilogue> = epilogue.into_iter().collect();
-    let src = codegen::generate_with(variant, T::TYPE, &eps).map_err(|e| e.to_string())?;
+    let src = codegen::generate_with(variant, T::TYPE, &eps)?;
     let entry = match epilogue {
         None => src.entry.clone(),
         Some(e) => src
@@ -159,7 +184,10 @@ pub fn load_variant_with<T: Scalar>(
             .iter()
             .find(|(f, _)| *f == e)
             .map(|(_, n)| n.clone())
-            .ok_or_else(|| format!("{} cannot fuse the {e} epilogue", variant.id()))?,
+            .ok_or_else(|| GpuError::CannotFuse {
+                variant: variant.id(),
+                epilogue: e,
+            })?,
     };
     gpu.function_or_load(&entry, || {
         let opts: Vec<String> = crate::builder::COMPILE_OPTIONS
@@ -169,7 +197,7 @@ pub fn load_variant_with<T: Scalar>(
         sparserl_rt::nvrtc::compile_ptx(&src.source, &gpu.arch(), &opts)
             .map_err(|e| RtError::Compile(e.to_string()))
     })
-    .map_err(|e| e.to_string())
+    .map_err(GpuError::Load)
 }
 
 /// Measurement source over the samples of one pattern on one GPU.
@@ -188,7 +216,7 @@ impl<T: Scalar> GpuSource<T> {
             .iter()
             .map(|m| Bench::<T>::new(gpu, m))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| SearchError::Source(e.to_string()))?;
+            .map_err(SearchError::Source)?;
         Ok(GpuSource {
             gpu: gpu.clone(),
             benches,
@@ -206,7 +234,7 @@ impl<T: Scalar> GpuSource<T> {
                 .into_iter()
                 .map(|b| b.with_epilogue(e))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| SearchError::Source(e.to_string()))?;
+                .map_err(SearchError::Source)?;
         }
         self.epilogue = epilogue;
         Ok(self)
@@ -262,7 +290,9 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
         }
         let func = match load_variant_with::<T>(&self.gpu, variant, self.epilogue) {
             Ok(f) => f,
-            Err(msg) => {
+            Err(e) => {
+                // A failing candidate is data for the search, kept as its reason.
+                let msg = e.to_string();
                 self.failed_compiles.insert(*variant, msg.clone());
                 return Ok((vec![failed(msg)], t0.elapsed().as_secs_f64()));
             }
@@ -279,8 +309,7 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
             // [epilogue]) for this source's epilogue (plain when none), the
             // one the benches were set up for, compiled and loaded by
             // load_variant_with for this GPU.
-            let m = unsafe { b.measure(&func, variant, &opts) }
-                .map_err(|e| SearchError::Source(e.to_string()))?;
+            let m = unsafe { b.measure(&func, variant, &opts) }.map_err(SearchError::Source)?;
             let wrong = !m.correct;
             out.push(to_sample(&m));
             if wrong {

@@ -67,6 +67,6 @@ pub use builder::{
     try_build,
 };
 pub use descriptor::{Descriptor, DescriptorError, KernelDecl, Pattern, read_descriptor};
-pub use gpu::GpuTuner;
+pub use gpu::{GpuError, GpuTuner};
 pub use lock::{LOCK_FILE, LockEntry, LockFile};
 pub use search::{SearchConfig, TuneOutcome, search};

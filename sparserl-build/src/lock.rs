@@ -26,12 +26,22 @@ pub enum LockError {
         source: std::io::Error,
     },
     /// Not valid lock-file TOML.
-    #[error("{path} is not a valid lock file: {message}")]
+    #[error("{path} is not a valid lock file: {source}")]
     Parse {
         /// the lock file
         path: PathBuf,
-        /// parser message
-        message: String,
+        /// parser error
+        #[source]
+        source: toml::de::Error,
+    },
+    /// The lock file could not be rendered as TOML (an internal error).
+    #[error("{path}: could not render the lock file: {source}")]
+    Render {
+        /// the lock file
+        path: PathBuf,
+        /// serializer error
+        #[source]
+        source: toml::ser::Error,
     },
 }
 
@@ -81,10 +91,7 @@ impl LockFile {
         };
         toml::from_str(&text)
             .map(Some)
-            .map_err(|e| LockError::Parse {
-                path,
-                message: e.to_string(),
-            })
+            .map_err(|source| LockError::Parse { path, source })
     }
 
     /// Writes `dir/SparseRL.lock` atomically.
@@ -92,9 +99,9 @@ impl LockFile {
         let path = dir.join(LOCK_FILE);
         let mut sorted = self.clone();
         sorted.kernel.sort_by(|a, b| a.name.cmp(&b.name));
-        let body = toml::to_string_pretty(&sorted).map_err(|e| LockError::Parse {
+        let body = toml::to_string_pretty(&sorted).map_err(|source| LockError::Render {
             path: path.clone(),
-            message: e.to_string(),
+            source,
         })?;
         crate::cache::write_atomic(&path, format!("{HEADER}{body}").as_bytes()).map_err(
             |source| LockError::Io {

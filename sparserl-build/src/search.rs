@@ -67,7 +67,7 @@ pub const FINALIST_RESERVE: f64 = 0.15;
 pub enum SearchError {
     /// The measurement source broke down (device lost, ...).
     #[error("measurement failed: {0}")]
-    Source(String),
+    Source(#[source] sparserl_rt::RtError),
     /// No candidate passed the correctness check.
     #[error("no correct variant among {0} candidates")]
     NoCorrectVariant(usize),

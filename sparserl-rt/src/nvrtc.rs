@@ -13,8 +13,9 @@
 //! 2. the provisioned wheel copy: `$SPARSERL_TOOLS_DIR/cuda/nvidia/cu13`
 //!    (`SPARSERL_TOOLS_DIR` is the `.tools` directory that
 //!    `cargo xtask provision` fills), or, when the variable is unset, the first
-//!    `.tools/cuda/nvidia/cu13` found walking up from the current directory
-//!    and from `$CARGO_MANIFEST_DIR`;
+//!    `.tools/cuda/nvidia/cu13` in `$CARGO_MANIFEST_DIR` or a directory above
+//!    it (the crate being built; the process's working directory is never
+//!    searched);
 //! 3. the dynamic linker's plain library search path (`libnvrtc.so.13`,
 //!    `libnvrtc.so`).
 
@@ -128,13 +129,9 @@ fn candidate_roots() -> Vec<(String, Option<PathBuf>)> {
         // Also accept the variable pointing straight at a toolkit root.
         out.push(("$SPARSERL_TOOLS_DIR".into(), Some(tools)));
     } else {
-        let mut starts = Vec::new();
-        if let Ok(cwd) = std::env::current_dir() {
-            starts.push(cwd);
-        }
-        if let Some(m) = env_path("CARGO_MANIFEST_DIR") {
-            starts.push(m);
-        }
+        // Anchored at the crate being built (build scripts, `cargo run`,
+        // `cargo test` set it), never at the process's working directory.
+        let starts: Vec<PathBuf> = env_path("CARGO_MANIFEST_DIR").into_iter().collect();
         let mut found = Vec::new();
         for start in starts {
             for dir in start.ancestors() {
@@ -150,7 +147,7 @@ fn candidate_roots() -> Vec<(String, Option<PathBuf>)> {
         if found.is_empty() {
             out.push((
                 format!(
-                    "provisioned copy: no .tools/{WHEEL_SUBDIR} above the current or manifest directory"
+                    "provisioned copy: no .tools/{WHEEL_SUBDIR} in or above $CARGO_MANIFEST_DIR"
                 ),
                 None,
             ));

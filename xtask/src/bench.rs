@@ -54,12 +54,14 @@ mod irregular;
 mod render;
 mod report;
 mod suite;
+mod vendor;
 
 pub use args::*;
 pub use irregular::*;
 pub use render::*;
 pub use report::*;
 pub use suite::*;
+use vendor::{run_cusparse, time_cusparse};
 
 fn median(xs: &[f64]) -> Option<f64> {
     sparserl_rt::measure::stats(xs).map(|s| s.median)
@@ -151,6 +153,7 @@ impl Ctx<'_> {
             ValueType::F32 => sparserl_build::gpu::load_variant::<f32>(self.tuner.gpu(), v),
             ValueType::F64 => sparserl_build::gpu::load_variant::<f64>(self.tuner.gpu(), v),
         }
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -215,125 +218,6 @@ fn sweep<T: Scalar>(ctx: &Ctx, bench: &Bench<T>) -> Result<Vec<(usize, f64, f64,
         out.push((i, if m.correct { m.gbs } else { 0.0 }, m.rel_err, m.correct));
     }
     Ok(out)
-}
-
-/// Checks `alg` on copy 0 with a NaN-poisoned `y` (and, if that fails, with a
-/// zeroed `y`, noted). Returns the relative error and a note.
-fn cusparse_check<T: Scalar>(
-    cs: &mut CusparseSpmv<'_, T>,
-    alg: Alg,
-    reference: &[f64],
-) -> Result<(f64, Option<String>)> {
-    let rows = reference.len();
-    let run = |cs: &mut CusparseSpmv<'_, T>, fill: f64| -> Result<f64> {
-        cs.set_y0(&vec![T::from_f64(fill); rows])?;
-        cs.launch(alg, 0)?;
-        let y: Vec<f64> = cs.read_y0()?.iter().map(|v| v.to_f64()).collect();
-        Ok(rel_err(&y, reference))
-    };
-    let err = run(cs, f64::NAN)?;
-    if err <= tolerance(T::TYPE) {
-        return Ok((err, None));
-    }
-    let err0 = run(cs, 0.0)?;
-    if err0 <= tolerance(T::TYPE) {
-        return Ok((
-            err0,
-            Some(format!(
-                "{} reads y although beta = 0 (NaN-poisoned y gave {err:.2e}); checked with a zeroed y",
-                alg.name()
-            )),
-        ));
-    }
-    Ok((err, None))
-}
-
-/// Every cuSPARSE CSR algorithm: check, time; the best goes into `row`.
-/// Returns the best algorithm (for latency measurements).
-/// Times `alg` (warm-up 5, `ctx.reps` samples, at most 2 s): median
-/// microseconds and GB/s for `bytes` compulsory bytes; `None` without samples.
-fn time_cusparse<T: Scalar>(
-    ctx: &Ctx,
-    cs: &mut CusparseSpmv<'_, T>,
-    alg: Alg,
-    bytes: f64,
-) -> Result<Option<(f64, f64)>> {
-    let times = time_launches::<anyhow::Error>(
-        ctx.tuner.gpu(),
-        &mut || cs.launch_next(alg),
-        5,
-        ctx.reps,
-        2.0,
-    )?;
-    Ok(median(&times).map(|m| (m, bytes / (m * 1e3))))
-}
-
-fn run_cusparse<T: Scalar>(
-    ctx: &Ctx,
-    cs: &mut CusparseSpmv<'_, T>,
-    csr: &Csr,
-    reference: &[f64],
-    row: &mut Row,
-) -> Result<Option<Alg>> {
-    let bytes = csr.compulsory_bytes(T::TYPE.size()) as f64;
-    let tol = tolerance(T::TYPE);
-    let mut best: Option<(Alg, f64)> = None;
-    for alg in cusparse::ALGS {
-        let mut res = AlgResult {
-            alg: alg.name().to_string(),
-            ..AlgResult::default()
-        };
-        match cs
-            .prepare(alg)
-            .and_then(|_| cusparse_check(cs, alg, reference))
-        {
-            Err(e) => res.error = Some(format!("{e:#}")),
-            Ok((err, note)) => {
-                res.rel_err = Some(err);
-                if let Some(n) = note {
-                    row.notes.push(n.clone());
-                    res.error = Some(n);
-                }
-                if err > tol {
-                    res.error = Some(format!(
-                        "relative error {err:.3e} above tolerance {tol:.0e}"
-                    ));
-                } else {
-                    res.correct = true;
-                    if let Some((m, g)) = time_cusparse(ctx, cs, alg, bytes)? {
-                        res.median_us = Some(m);
-                        res.gbs = Some(g);
-                        if best.is_none_or(|b| g > b.1) {
-                            best = Some((alg, g));
-                        }
-                    }
-                }
-            }
-        }
-        row.cusparse_algs.push(res);
-    }
-    match best {
-        Some((alg, g)) => {
-            row.cusparse_gbs = Some(g);
-            row.cusparse_alg = Some(alg.name().to_string());
-        }
-        None => {
-            row.cusparse_error = Some(
-                row.cusparse_algs
-                    .iter()
-                    .map(|a| {
-                        format!(
-                            "{}: {}",
-                            short_alg(&a.alg),
-                            a.error.as_deref().unwrap_or("not timed")
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            );
-        }
-    }
-    Ok(best.map(|b| b.0))
 }
 
 fn random_x<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
