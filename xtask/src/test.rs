@@ -2,7 +2,8 @@
 //! and run every test of the workspace; then provision libtorch and run the
 //! policy crate's training tests (feature `train`: a small policy trained on
 //! the committed H200 dataset must beat a uniformly random choice and the
-//! template rule on the held-out matrices).
+//! template rule on the held-out matrices); then a bounded fuzzing smoke run
+//! of the two parsers when a nightly toolchain and cargo-fuzz are present.
 
 use anyhow::{Context, Result, bail};
 use std::process::Command;
@@ -16,6 +17,60 @@ pub struct Args {
     /// Skip the training tests (they install libtorch, about 1.3 GB).
     #[arg(long)]
     pub no_train: bool,
+    /// Skip the fuzzing smoke run.
+    #[arg(long)]
+    pub no_fuzz: bool,
+    /// Seconds per fuzz target in the smoke run.
+    #[arg(long, default_value_t = 20)]
+    pub fuzz_seconds: u32,
+}
+
+/// The cargo-fuzz targets of `fuzz/` (the parsers that read user files).
+const FUZZ_TARGETS: [&str; 2] = ["mtx", "descriptor"];
+
+/// A `cargo +nightly ...` command in `dir` (through the rustup proxy, with
+/// the toolchain of the calling cargo unset so that `+nightly` applies).
+fn nightly_cargo(dir: &std::path::Path, args: &[&str]) -> Command {
+    let mut c = Command::new("cargo");
+    c.arg("+nightly")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO")
+        .env_remove("RUSTC");
+    c
+}
+
+/// Runs every fuzz target for `seconds` (libFuzzer's own time limit); a
+/// crash fails the test run and leaves its input in `fuzz/artifacts/`.
+/// Needs a nightly toolchain and cargo-fuzz; without them it says so and
+/// runs nothing (the parsers' property tests run on stable regardless).
+fn fuzz_smoke(seconds: u32) -> Result<()> {
+    let dir = crate::common::workspace_root().join("fuzz");
+    let available = nightly_cargo(&dir, &["fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !available {
+        eprintln!(
+            "xtask test: fuzz smoke run skipped: it needs a nightly toolchain and cargo-fuzz \
+             (`rustup toolchain install nightly`, `cargo install cargo-fuzz`)"
+        );
+        return Ok(());
+    }
+    for target in FUZZ_TARGETS {
+        let limit = format!("-max_total_time={seconds}");
+        eprintln!("xtask test: cargo +nightly fuzz run {target} -- {limit}");
+        let status = nightly_cargo(
+            &dir,
+            &["fuzz", "run", target, "--", &limit, "-rss_limit_mb=4096"],
+        )
+        .status()
+        .with_context(|| format!("running the fuzz target {target}"))?;
+        if !status.success() {
+            bail!("fuzz target {target} failed: its crashing input is in fuzz/artifacts/{target}");
+        }
+    }
+    Ok(())
 }
 
 fn cargo(args: &[&str], envs: &[(&str, String)]) -> Result<()> {
@@ -83,6 +138,9 @@ pub fn run(args: Args) -> Result<()> {
             &["test", "-p", "sparserl-policies", "--features", "train"],
             &envs,
         )?;
+    }
+    if !args.no_fuzz {
+        fuzz_smoke(args.fuzz_seconds)?;
     }
     eprintln!("xtask test: all passed");
     Ok(())
