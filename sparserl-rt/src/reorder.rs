@@ -78,11 +78,10 @@ impl Reorder {
         if a.rows() != a.cols() || self.is_none() {
             return None;
         }
-        let g = SymPattern::of(a);
         let order = match self {
             Reorder::None => return None,
-            Reorder::Rcm => g.rcm(),
-            Reorder::Degree => g.by_degree(),
+            Reorder::Rcm => SymPattern::of(a).rcm(),
+            Reorder::Degree => by_degree(a),
         };
         Some(Permutation::from_order(order))
     }
@@ -190,7 +189,28 @@ impl Permutation {
     }
 }
 
-/// The pattern of `A + Aᵀ` without the diagonal, as adjacency lists.
+/// Vertices by decreasing degree in `A + Aᵀ` (ties in index order), the
+/// degree counted as off-diagonal entries of the row plus those of the
+/// column (an entry present in both `A` and `Aᵀ` counts twice, which only
+/// reinforces the order of symmetric hubs); `O(nnz + n log n)`.
+fn by_degree(a: &Csr) -> Vec<u32> {
+    let n = a.rows();
+    let mut deg = vec![0u32; n];
+    for r in 0..n {
+        for &c in &a.indices()[a.indptr()[r] as usize..a.indptr()[r + 1] as usize] {
+            if c as usize != r {
+                deg[r] += 1;
+                deg[c as usize] += 1;
+            }
+        }
+    }
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by_key(|&v| std::cmp::Reverse(deg[v as usize]));
+    order
+}
+
+/// The pattern of `A + Aᵀ` without the diagonal, as adjacency lists (an
+/// entry of both `A` and `Aᵀ` listed twice).
 struct SymPattern {
     ptr: Vec<usize>,
     adj: Vec<u32>,
@@ -224,22 +244,10 @@ impl SymPattern {
                 }
             }
         }
-        // Sort and merge duplicates (an entry present in A and Aᵀ) in place.
-        let mut out = 0usize;
-        let mut new_ptr = vec![0usize; n + 1];
-        for r in 0..n {
-            let (s, e) = (ptr[r], ptr[r + 1]);
-            adj[s..e].sort_unstable();
-            for i in s..e {
-                if i == s || adj[i] != adj[i - 1] {
-                    adj[out] = adj[i];
-                    out += 1;
-                }
-            }
-            new_ptr[r + 1] = out;
-        }
-        adj.truncate(out);
-        SymPattern { ptr: new_ptr, adj }
+        // Not sorted or merged: an entry present in A and Aᵀ appears twice,
+        // which breadth-first search ignores (visited marks) and which only
+        // weighs on degree ties.
+        SymPattern { ptr, adj }
     }
 
     fn n(&self) -> usize {
@@ -252,13 +260,6 @@ impl SymPattern {
 
     fn neighbours(&self, v: usize) -> &[u32] {
         &self.adj[self.ptr[v]..self.ptr[v + 1]]
-    }
-
-    /// Vertices by decreasing degree, ties in index order.
-    fn by_degree(&self) -> Vec<u32> {
-        let mut order: Vec<u32> = (0..self.n() as u32).collect();
-        order.sort_by_key(|&v| std::cmp::Reverse(self.degree(v as usize)));
-        order
     }
 
     /// Breadth-first search from `root` over the vertices not yet placed
@@ -314,7 +315,9 @@ impl SymPattern {
             // vertex of the last level while the eccentricity grows.
             let mut root = seed as usize;
             let mut depth = 0usize;
-            for _ in 0..8 {
+            // Two searches find a good root on meshes and graphs alike; each
+            // more costs a full pass over the component for little gain.
+            for _ in 0..2 {
                 stamp += 1;
                 let (last, levels) = self.bfs(root, &mut mark, stamp, &mut scratch);
                 let cand = scratch[last..]
@@ -344,6 +347,7 @@ impl SymPattern {
                         .filter(|&w| mark[w as usize] != u32::MAX),
                 );
                 nbrs.sort_by_key(|&w| (self.degree(w as usize), w));
+                nbrs.dedup(); // an entry of both A and Aᵀ is listed twice
                 for &w in &nbrs {
                     mark[w as usize] = u32::MAX;
                     result.push(w);

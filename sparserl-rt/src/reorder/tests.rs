@@ -132,3 +132,24 @@ fn try_from_order_rejects_non_permutations() {
     assert!(Permutation::try_from_order(vec![0, 0, 1]).is_none());
     assert!(Permutation::try_from_order(vec![0, 3, 1]).is_none());
 }
+
+/// Host cost of the orders on a 1M-vertex power-law graph (run with
+/// `cargo test --release -p sparserl-rt --features tools -- --ignored order_cost`).
+#[cfg(feature = "tools")]
+#[test]
+#[ignore]
+fn order_cost_on_a_large_graph() {
+    let a = crate::synth::power_law(1_000_000, 16.0, 2.1, 7).unwrap();
+    for r in [Reorder::Rcm, Reorder::Degree] {
+        let t = std::time::Instant::now();
+        let p = r.permutation(&a).unwrap();
+        let t1 = t.elapsed();
+        let b = p.apply(&a);
+        eprintln!(
+            "{r}: order {:?}, apply {:?}, nnz {}",
+            t1,
+            t.elapsed() - t1,
+            b.nnz()
+        );
+    }
+}
