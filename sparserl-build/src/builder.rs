@@ -661,6 +661,7 @@ impl Builder {
                         .collect();
                     let cfg = SearchConfig {
                         budget_seconds: budget,
+                        reorders: decl.allowed_reorders(),
                         ..SearchConfig::default()
                     };
                     let matrices: Vec<&sparserl_rt::Csr> =
@@ -705,7 +706,11 @@ impl Builder {
                             predicted = Some(p.score);
                             let est = gpu_estimate_note(p.score);
                             (
-                                p.variant,
+                                // A numbering the descriptor asks for; else the given one.
+                                Variant {
+                                    reorder: decl.reorder.unwrap_or_default(),
+                                    ..p.variant
+                                },
                                 Provenance::Policy,
                                 format!("policy pick ({}), predicted {est}", policy.name()),
                             )

@@ -87,7 +87,7 @@ const ROOT: &str = "package.metadata.sparserl";
 const MAX_DIM: usize = i32::MAX as usize - 1;
 
 const TOP_KEYS: &[&str] = &["arch", "budget-seconds", "kernel"];
-const KERNEL_KEYS: &[&str] = &["name", "op", "value", "pattern", "epilogues"];
+const KERNEL_KEYS: &[&str] = &["name", "op", "value", "pattern", "epilogues", "reorder"];
 const KINDS: &[&str] = &[
     "matrix-market",
     "samples",
@@ -139,6 +139,22 @@ pub struct KernelDecl {
     /// ["axpby", "dot", "axpby-dot"]`, optional, in declaration order).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub epilogues: Vec<sparserl_rt::Epilogue>,
+    /// Which numbering the search may store the matrix in (`reorder =
+    /// "auto" | "none" | "rcm" | "degree"`, optional): `None` (`"auto"`,
+    /// the default) lets it measure every order and keep one only where it
+    /// pays; a value restricts it to that order (`"none"`: the given one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<sparserl_rt::reorder::Reorder>,
+}
+
+impl KernelDecl {
+    /// The numberings the search may choose from (see [`KernelDecl::reorder`]).
+    pub fn allowed_reorders(&self) -> Vec<sparserl_rt::reorder::Reorder> {
+        match self.reorder {
+            None => sparserl_rt::reorder::Reorder::ALL.to_vec(),
+            Some(r) => vec![r],
+        }
+    }
 }
 
 /// Sparse operation of a kernel.
@@ -751,6 +767,10 @@ fn parse_kernel(cx: &Cx<'_>, path: String, table: &Table) -> Result<KernelDecl, 
         None => Vec::new(),
         Some(v) => parse_epilogues(cx, &f.key("epilogues"), v)?,
     };
+    let reorder = match f.opt("reorder") {
+        None => None,
+        Some(v) => parse_reorder(cx, &f.key("reorder"), v)?,
+    };
 
     Ok(KernelDecl {
         name: name.to_string(),
@@ -759,7 +779,35 @@ fn parse_kernel(cx: &Cx<'_>, path: String, table: &Table) -> Result<KernelDecl, 
         value,
         pattern,
         epilogues,
+        reorder,
     })
+}
+
+/// `reorder = "auto" | "none" | "rcm" | "degree"` (`None`: auto).
+fn parse_reorder(
+    cx: &Cx<'_>,
+    path: &str,
+    v: &Value,
+) -> Result<Option<sparserl_rt::reorder::Reorder>, DescriptorError> {
+    use sparserl_rt::reorder::Reorder;
+    let names = ["auto", "none", "rcm", "degree"];
+    match v {
+        Value::String(s) if s == "auto" => Ok(None),
+        Value::String(s) => Reorder::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .map(Some)
+            .ok_or_else(|| {
+                cx.err(
+                    path,
+                    format!("found {}, expected {}", quote(s), one_of(&names)),
+                )
+            }),
+        other => Err(cx.err(
+            path,
+            format!("found {}, expected {}", found_typed(other), one_of(&names)),
+        )),
+    }
 }
 
 /// `epilogues = ["dot", ...]`: known names, each at most once.

@@ -240,6 +240,9 @@ pub struct SearchConfig {
     pub min_noise: f64,
     /// RNG seed.
     pub seed: u64,
+    /// The numberings the search may choose from (every one by default, and
+    /// when empty; a single one is applied to every candidate).
+    pub reorders: Vec<Reorder>,
 }
 
 impl Default for SearchConfig {
@@ -258,6 +261,7 @@ impl Default for SearchConfig {
             final_reps: 60,
             min_noise: 0.01,
             seed: 0x5eed,
+            reorders: Reorder::ALL.to_vec(),
         }
     }
 }
@@ -485,6 +489,8 @@ pub fn crossover(a: &Variant, b: &Variant, rng: &mut impl Rng) -> Variant {
 /// The bookkeeping every phase shares: what was measured, what was ruled
 /// out and why, and the seconds spent.
 struct Ledger {
+    /// The numberings candidates may use ([`SearchConfig::reorders`]).
+    allowed: Vec<Reorder>,
     /// Variant -> GB/s of its first measurement; 0 once it failed any check.
     seen: HashMap<Variant, f64>,
     trials: Vec<Trial>,
@@ -523,7 +529,8 @@ impl Ledger {
     }
 
     /// Measures a variant not measured before (skipping measured, invalid
-    /// and inapplicable ones); whether it was measured.
+    /// and inapplicable ones, and those in a numbering not allowed; with one
+    /// numbering allowed, every candidate takes it); whether it was measured.
     fn explore(
         &mut self,
         source: &mut dyn MeasureSource,
@@ -531,7 +538,17 @@ impl Ledger {
         phase: &str,
         reps: u32,
     ) -> Result<bool, SearchError> {
-        let v = v.canonical();
+        let v = match self.allowed.as_slice() {
+            [only] => Variant {
+                reorder: *only,
+                ..v
+            },
+            _ => v,
+        }
+        .canonical();
+        if !self.allowed.is_empty() && !self.allowed.contains(&v.reorder) {
+            return Ok(false);
+        }
         if self.seen.contains_key(&v) || v.validate().is_err() || !source.applicable(&v) {
             return Ok(false);
         }
@@ -575,6 +592,7 @@ pub fn search(
 ) -> Result<TuneOutcome, SearchError> {
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let mut led = Ledger {
+        allowed: cfg.reorders.clone(),
         seen: HashMap::new(),
         trials: Vec::new(),
         rejected: Vec::new(),

@@ -152,6 +152,7 @@ pub fn run(args: Args) -> Result<()> {
         let budget = args.budget.or(desc.budget_seconds).unwrap_or(30.0);
         let cfg = SearchConfig {
             budget_seconds: budget,
+            reorders: decl.allowed_reorders(),
             ..SearchConfig::default()
         };
         println!(

@@ -841,3 +841,36 @@ fn failure_reasons() {
             .starts_with("sample 0: not timed")
     );
 }
+
+#[test]
+fn the_allowed_numberings_bind_every_candidate() {
+    fn rcm_pays(v: &Variant) -> f64 {
+        score(v) * if v.reorder == Reorder::Rcm { 1.6 } else { 1.0 }
+    }
+    // Only the given order: the faster renumbering is never measured.
+    let mut src = Shaped {
+        sim: Sim {
+            score: rcm_pays,
+            ..sim(|_| false, 0.0, 0.1)
+        },
+        square: true,
+        measured: Vec::new(),
+    };
+    let cfg = SearchConfig {
+        reorders: vec![Reorder::None],
+        ..SearchConfig::default()
+    };
+    let out = search(&proposals(), &mut src, &cfg).unwrap();
+    assert_eq!(out.winner.reorder, Reorder::None);
+    assert!(src.measured.iter().all(|v| v.reorder.is_none()));
+    // Only degree order: every candidate, the policy's included, takes it.
+    src.measured.clear();
+    let cfg = SearchConfig {
+        reorders: vec![Reorder::Degree],
+        ..SearchConfig::default()
+    };
+    let out = search(&proposals(), &mut src, &cfg).unwrap();
+    assert_eq!(out.winner.reorder, Reorder::Degree);
+    assert!(!src.measured.is_empty());
+    assert!(src.measured.iter().all(|v| v.reorder == Reorder::Degree));
+}
