@@ -120,7 +120,8 @@ pub(crate) struct Renumbered {
 pub(crate) fn renumber(csr: &Csr, reorder: Reorder) -> Option<Renumbered> {
     let t = Instant::now();
     let perm = reorder.permutation(csr)?;
-    let csr = perm.apply(csr);
+    // `permutation` returned Some: `csr` is square of its length.
+    let csr = perm.apply(csr)?;
     Some(Renumbered {
         csr,
         perm,

@@ -151,7 +151,7 @@ proptest! {
                     for &o in p.new_to_old() {
                         prop_assert!(!std::mem::replace(&mut seen[o as usize], true));
                     }
-                    let b = p.apply(&csr);
+                    let b = p.apply(&csr).expect("square of the permutation length");
                     let (da, db, n) = (dense(&csr), dense(&b), csr.rows());
                     for i in 0..n {
                         for j in 0..n {

@@ -51,7 +51,7 @@ fn every_order_is_a_permutation_that_keeps_the_product() {
     for r in [Reorder::Rcm, Reorder::Degree] {
         let p = r.permutation(&a).unwrap();
         assert!(is_permutation(&p), "{r}");
-        let b = p.apply(&a);
+        let b = p.apply(&a).unwrap();
         assert_eq!(b.nnz(), a.nnz());
         let yb = b.spmv_f64(&p.to_new(&x));
         let back = p.to_old(&yb);
@@ -70,7 +70,7 @@ fn rcm_recovers_a_narrow_band() {
         bandwidth(&a) > a.rows() / 2,
         "the scramble must destroy the band"
     );
-    let b = Reorder::Rcm.permutation(&a).unwrap().apply(&a);
+    let b = Reorder::Rcm.permutation(&a).unwrap().apply(&a).unwrap();
     // Cuthill-McKee on a square grid sweeps anti-diagonals: bandwidth <= 2 nx.
     assert!(bandwidth(&b) <= 2 * nx, "bandwidth {}", bandwidth(&b));
 }
@@ -90,7 +90,7 @@ fn rcm_covers_disconnected_components_and_isolated_vertices() {
     let a = Csr::from_triplets(6, 6, &t).unwrap();
     let p = Reorder::Rcm.permutation(&a).unwrap();
     assert!(is_permutation(&p));
-    assert!(bandwidth(&p.apply(&a)) <= 1);
+    assert!(bandwidth(&p.apply(&a).unwrap()) <= 1);
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn unsymmetric_patterns_use_a_plus_a_transpose() {
         .map(|i| (i * 7 % 10, (i + 1) * 7 % 10, 1.0))
         .collect();
     let a = Csr::from_triplets(10, 10, &t).unwrap();
-    let b = Reorder::Rcm.permutation(&a).unwrap().apply(&a);
+    let b = Reorder::Rcm.permutation(&a).unwrap().apply(&a).unwrap();
     assert!(bandwidth(&b) <= 1, "bandwidth {}", bandwidth(&b));
 }
 
@@ -144,7 +144,7 @@ fn order_cost_on_a_large_graph() {
         let t = std::time::Instant::now();
         let p = r.permutation(&a).unwrap();
         let t1 = t.elapsed();
-        let b = p.apply(&a);
+        let b = p.apply(&a).unwrap();
         eprintln!(
             "{r}: order {:?}, apply {:?}, nnz {}",
             t1,
@@ -152,4 +152,21 @@ fn order_cost_on_a_large_graph() {
             b.nnz()
         );
     }
+}
+
+#[test]
+fn a_permutation_applies_only_to_matrices_of_its_size() {
+    let (a, _) = scrambled_grid(5);
+    let p = Reorder::Rcm.permutation(&a).unwrap();
+    let (b, _) = scrambled_grid(6);
+    assert!(p.apply(&b).is_none());
+    let rect = Csr::from_triplets(25, 26, &[(0, 25, 1.0)]).unwrap();
+    assert!(p.apply(&rect).is_none());
+    // Many rows: the parallel fill agrees with the product.
+    let (big, _) = scrambled_grid(120);
+    let p = Reorder::Degree.permutation(&big).unwrap();
+    let x: Vec<f64> = (0..big.cols()).map(|i| i as f64 % 7.0).collect();
+    let y = big.spmv_f64(&x);
+    let yb = p.apply(&big).unwrap().spmv_f64(&p.to_new(&x));
+    assert_eq!(p.to_old(&yb), y);
 }

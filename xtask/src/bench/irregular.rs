@@ -176,7 +176,9 @@ pub(super) fn same_order<T: Scalar>(
     let Some(p) = w.reorder.permutation(csr) else {
         return Ok(());
     };
-    let b = p.apply(csr);
+    let b = p
+        .apply(csr)
+        .context("the permutation does not fit the matrix")?;
     row.reorder_host_seconds = Some(t.elapsed().as_secs_f64());
     let gpu = ctx.tuner.gpu();
     let bench = Bench::<T>::new(gpu, &b).context("uploading the renumbered matrix")?;
