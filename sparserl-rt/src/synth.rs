@@ -15,6 +15,9 @@ use crate::csr::{Csr, CsrError};
 /// Irregular generators: R-MAT graphs, renumbered meshes, road networks, circuits.
 pub mod irregular;
 
+mod family;
+pub use family::Family;
+
 /// Why a generator could not build a matrix.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum SynthError {

@@ -9,7 +9,8 @@ use sparserl_build::search::SampleResult;
 use sparserl_build::{GpuTuner, LockEntry, LockFile, SearchConfig, read_descriptor};
 use sparserl_policies::dataset::{Dataset, MatrixRecord};
 use sparserl_policies::default_policy;
-use sparserl_rt::{Csr, Features, ValueType, Variant, full_space, synth};
+use sparserl_rt::synth::Family;
+use sparserl_rt::{Csr, Features, ValueType, Variant, full_space};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -364,86 +365,188 @@ pub enum SpaceArg {
 pub fn synthetic_corpus(quick: bool) -> Result<Vec<(String, String, Csr)>> {
     let s = if quick { 8 } else { 1 };
     let g2 = |n: usize| n / (s as f64).sqrt() as usize;
+    // The shared vocabulary of synthetic families, with the seed of each.
     let mut out = vec![
         (
             "stencil2d-5pt-1024".to_string(),
             "stencil",
-            synth::stencil(&[g2(1024), g2(1024)], 5)?,
+            (
+                Family::Stencil {
+                    grid: vec![g2(1024), g2(1024)],
+                    points: 5,
+                },
+                0,
+            ),
         ),
         (
             "stencil2d-9pt-512".into(),
             "stencil",
-            synth::stencil(&[g2(512), g2(512)], 9)?,
+            (
+                Family::Stencil {
+                    grid: vec![g2(512), g2(512)],
+                    points: 9,
+                },
+                0,
+            ),
         ),
         (
             "stencil3d-7pt-96".into(),
             "stencil",
-            synth::stencil(&[96 / s.min(4), 96, 96], 7)?,
+            (
+                Family::Stencil {
+                    grid: vec![96 / s.min(4), 96, 96],
+                    points: 7,
+                },
+                0,
+            ),
         ),
         (
             "stencil3d-27pt-48".into(),
             "stencil",
-            synth::stencil(&[48 / s.min(4), 48, 48], 27)?,
+            (
+                Family::Stencil {
+                    grid: vec![48 / s.min(4), 48, 48],
+                    points: 27,
+                },
+                0,
+            ),
         ),
         (
             "banded-200k-bw16-d8".into(),
             "banded",
-            synth::banded(200_000 / s, 16, 8.0, 1)?,
+            (
+                Family::Banded {
+                    rows: 200_000 / s,
+                    bandwidth: 16,
+                    avg_degree: 8.0,
+                },
+                1,
+            ),
         ),
         (
             "banded-1m-bw64-d24".into(),
             "banded",
-            synth::banded(1_000_000 / s, 64, 24.0, 2)?,
+            (
+                Family::Banded {
+                    rows: 1_000_000 / s,
+                    bandwidth: 64,
+                    avg_degree: 24.0,
+                },
+                2,
+            ),
         ),
         (
             "powerlaw-200k-d8-e2.0".into(),
             "power-law",
-            synth::power_law(200_000 / s, 8.0, 2.0, 3)?,
+            (
+                Family::PowerLaw {
+                    rows: 200_000 / s,
+                    avg_degree: 8.0,
+                    exponent: 2.0,
+                },
+                3,
+            ),
         ),
         (
             "powerlaw-400k-d16-e2.1".into(),
             "power-law",
-            synth::power_law(400_000 / s, 16.0, 2.1, 4)?,
+            (
+                Family::PowerLaw {
+                    rows: 400_000 / s,
+                    avg_degree: 16.0,
+                    exponent: 2.1,
+                },
+                4,
+            ),
         ),
         (
             "powerlaw-500k-d4-e1.8".into(),
             "power-law",
-            synth::power_law(500_000 / s, 4.0, 1.8, 5)?,
+            (
+                Family::PowerLaw {
+                    rows: 500_000 / s,
+                    avg_degree: 4.0,
+                    exponent: 1.8,
+                },
+                5,
+            ),
         ),
         (
             "uniform-1m-d2".into(),
             "uniform",
-            synth::uniform(1_000_000 / s, 1_000_000 / s, 2.0, 6)?,
+            (
+                Family::Uniform {
+                    rows: 1_000_000 / s,
+                    cols: 1_000_000 / s,
+                    avg_degree: 2.0,
+                },
+                6,
+            ),
         ),
         (
             "uniform-500k-d8".into(),
             "uniform",
-            synth::uniform(500_000 / s, 500_000 / s, 8.0, 7)?,
+            (
+                Family::Uniform {
+                    rows: 500_000 / s,
+                    cols: 500_000 / s,
+                    avg_degree: 8.0,
+                },
+                7,
+            ),
         ),
         (
             "uniform-100k-d64".into(),
             "uniform",
-            synth::uniform(100_000 / s, 100_000 / s, 64.0, 8)?,
+            (
+                Family::Uniform {
+                    rows: 100_000 / s,
+                    cols: 100_000 / s,
+                    avg_degree: 64.0,
+                },
+                8,
+            ),
         ),
         (
             "uniform-20k-d512".into(),
             "uniform",
-            synth::uniform(20_000 / s, 20_000 / s, 512.0, 9)?,
+            (
+                Family::Uniform {
+                    rows: 20_000 / s,
+                    cols: 20_000 / s,
+                    avg_degree: 512.0,
+                },
+                9,
+            ),
         ),
         (
             "block-300k-4x4-b4".into(),
             "block",
-            synth::block(300_000 / s / 4 * 4, [4, 4], 4, 10)?,
+            (
+                Family::Block {
+                    rows: 300_000 / s / 4 * 4,
+                    block: [4, 4],
+                    blocks_per_row: 4,
+                },
+                10,
+            ),
         ),
         (
             "block-120k-8x8-b2".into(),
             "block",
-            synth::block(120_000 / s / 8 * 8, [8, 8], 2, 11)?,
+            (
+                Family::Block {
+                    rows: 120_000 / s / 8 * 8,
+                    block: [8, 8],
+                    blocks_per_row: 2,
+                },
+                11,
+            ),
         ),
     ]
     .into_iter()
-    .map(|(n, c, m)| (n, c.to_string(), m))
-    .collect::<Vec<_>>();
+    .map(|(n, c, (family, seed))| Ok((n, c.to_string(), family.build(seed)?)))
+    .collect::<Result<Vec<_>>>()?;
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }

@@ -3,49 +3,7 @@
 //! that separates a renumbering's gain from the kernel's.
 
 use super::*;
-use sparserl_rt::synth::irregular;
-
-/// How a matrix of the irregular suite is generated.
-#[derive(Debug, Clone, PartialEq)]
-pub enum IrregularGen {
-    /// `irregular::rmat` (Graph500-style, scrambled ids).
-    Rmat {
-        /// log2 of the vertex count
-        scale: u32,
-        /// directed edges per vertex before symmetrising
-        edge_factor: usize,
-    },
-    /// `synth::power_law` made structurally symmetric (`A + Aᵀ`): heavy
-    /// tails in rows and columns, random numbering.
-    PowerLawSym {
-        /// rows
-        rows: usize,
-        /// mean nonzeros per row of `A` before symmetrising
-        avg: f64,
-        /// Pareto exponent
-        exponent: f64,
-    },
-    /// `irregular::mesh_2d`, randomly numbered.
-    Mesh2d {
-        /// grid side
-        n: usize,
-    },
-    /// `irregular::mesh_3d`, randomly numbered.
-    Mesh3d {
-        /// grid side
-        n: usize,
-    },
-    /// `irregular::road`, randomly numbered.
-    Road {
-        /// grid side
-        n: usize,
-    },
-    /// `irregular::circuit` (dense rows and columns, near-diagonal rest).
-    Circuit {
-        /// rows
-        rows: usize,
-    },
-}
+use sparserl_rt::synth::Family;
 
 /// One matrix of the irregular suite.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,45 +13,13 @@ pub struct IrregularSpec {
     /// Structure class.
     pub class: &'static str,
     /// Generator.
-    pub gen_: IrregularGen,
-}
-
-/// `A + Aᵀ` (pattern; values of `A` where present, else of `Aᵀ`).
-fn symmetrize(a: &Csr) -> Result<Csr> {
-    let mut t: Vec<(u32, u32, f64)> = Vec::with_capacity(2 * a.nnz());
-    for r in 0..a.rows() {
-        let (s, e) = (a.indptr()[r] as usize, a.indptr()[r + 1] as usize);
-        for (&c, &v) in a.indices()[s..e].iter().zip(&a.values()[s..e]) {
-            t.push((r as u32, c, v));
-            if c as usize != r {
-                t.push((c, r as u32, v));
-            }
-        }
-    }
-    t.sort_unstable_by_key(|&(r, c, _)| (r, c));
-    t.dedup_by_key(|e| (e.0, e.1));
-    Ok(Csr::from_triplets(a.rows(), a.cols(), &t)?)
+    pub gen_: Family,
 }
 
 impl IrregularSpec {
     /// Generates the matrix (deterministic for a seed).
     pub fn build(&self, seed: u64) -> Result<Csr> {
-        Ok(match &self.gen_ {
-            IrregularGen::Rmat { scale, edge_factor } => {
-                irregular::rmat(*scale, *edge_factor, seed)?
-            }
-            IrregularGen::PowerLawSym {
-                rows,
-                avg,
-                exponent,
-            } => symmetrize(&sparserl_rt::synth::power_law(
-                *rows, *avg, *exponent, seed,
-            )?)?,
-            IrregularGen::Mesh2d { n } => irregular::mesh_2d(*n, *n, seed)?,
-            IrregularGen::Mesh3d { n } => irregular::mesh_3d(*n, seed)?,
-            IrregularGen::Road { n } => irregular::road(*n, *n, seed)?,
-            IrregularGen::Circuit { rows } => irregular::circuit(*rows, seed)?,
-        })
+        Ok(self.gen_.build(seed)?)
     }
 }
 
@@ -106,7 +32,7 @@ pub fn irregular_suite(quick: bool) -> Vec<IrregularSpec> {
         IrregularSpec {
             name: "rmat-s20",
             class: "recursive",
-            gen_: IrregularGen::Rmat {
+            gen_: Family::Rmat {
                 scale: if quick { 14 } else { 20 },
                 edge_factor: 16,
             },
@@ -114,40 +40,46 @@ pub fn irregular_suite(quick: bool) -> Vec<IrregularSpec> {
         IrregularSpec {
             name: "power-law-sym-2.2",
             class: "power-law-graph",
-            gen_: IrregularGen::PowerLawSym {
+            gen_: Family::PowerLawGraph {
                 rows: 1_500_000 / d,
-                avg: 6.0,
+                avg_degree: 6.0,
                 exponent: 2.2,
             },
         },
         IrregularSpec {
             name: "power-law-sym-2.8",
             class: "power-law-graph",
-            gen_: IrregularGen::PowerLawSym {
+            gen_: Family::PowerLawGraph {
                 rows: 1_500_000 / d,
-                avg: 6.0,
+                avg_degree: 6.0,
                 exponent: 2.8,
             },
         },
         IrregularSpec {
             name: "mesh-2d-random",
             class: "mesh",
-            gen_: IrregularGen::Mesh2d { n: 1400 / g2 },
+            gen_: Family::Mesh2d {
+                nx: 1400 / g2,
+                ny: 1400 / g2,
+            },
         },
         IrregularSpec {
             name: "mesh-3d-random",
             class: "mesh",
-            gen_: IrregularGen::Mesh3d { n: 110 / g3 },
+            gen_: Family::Mesh3d { n: 110 / g3 },
         },
         IrregularSpec {
             name: "road-random",
             class: "road",
-            gen_: IrregularGen::Road { n: 1500 / g2 },
+            gen_: Family::Road {
+                nx: 1500 / g2,
+                ny: 1500 / g2,
+            },
         },
         IrregularSpec {
             name: "circuit",
             class: "circuit",
-            gen_: IrregularGen::Circuit {
+            gen_: Family::Circuit {
                 rows: 2_000_000 / d,
             },
         },
