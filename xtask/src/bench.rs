@@ -140,7 +140,6 @@ struct Ctx<'a> {
     copy_gbs: f64,
     reps: u32,
     sweep_reps: u32,
-    preprocess: bool,
 }
 
 impl Ctx<'_> {
@@ -456,19 +455,62 @@ struct Runner<'a> {
     rows: Vec<Row>,
     data: Vec<DatasetMatrix>,
     skipped: Vec<Skipped>,
+    /// Where the report is written after every matrix (a run stopped from
+    /// outside keeps the rows it finished).
+    checkpoint: Checkpoint,
+}
+
+/// The report's fixed part and where it goes.
+struct Checkpoint {
+    head: Report,
+    json: PathBuf,
+    md: PathBuf,
+}
+
+impl Runner<'_> {
+    /// The report of the rows so far.
+    fn report(&self, partial: bool) -> Report {
+        Report {
+            rows: self.rows.clone(),
+            summary: summarize(&self.rows, self.skipped.len()),
+            skipped: self.skipped.clone(),
+            elapsed_seconds: self.start.elapsed().as_secs_f64(),
+            partial,
+            ..self.checkpoint.head.clone()
+        }
+    }
+
+    /// Writes the JSON and Markdown report of the rows so far.
+    fn write_report(&self, partial: bool) -> Result<Report> {
+        let report = self.report(partial);
+        let c = &self.checkpoint;
+        std::fs::write(&c.json, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", c.json.display()))?;
+        std::fs::write(&c.md, render_markdown(&report))
+            .with_context(|| format!("writing {}", c.md.display()))?;
+        Ok(report)
+    }
 }
 
 impl Runner<'_> {
     fn run_job(&mut self, job: &Job, values: &[ValueType]) {
         for &value in values {
             let elapsed = self.start.elapsed().as_secs_f64();
-            if elapsed > self.max_seconds {
+            // A matrix is started only if one of the usual length would
+            // still end within the guard.
+            let typical = if self.rows.is_empty() {
+                0.0
+            } else {
+                self.rows.iter().map(|r| r.seconds).sum::<f64>() / self.rows.len() as f64
+            };
+            if elapsed + typical > self.max_seconds {
                 self.skipped.push(Skipped {
                     matrix: job.name.to_string(),
                     suite: job.suite.to_string(),
                     value: value.as_str().to_string(),
                     reason: format!(
-                        "time guard: {elapsed:.0} s elapsed, --max-seconds {}",
+                        "time guard: {elapsed:.0} s elapsed, about {typical:.0} s per matrix, \
+                         --max-seconds {}",
                         self.max_seconds
                     ),
                 });
@@ -490,6 +532,9 @@ impl Runner<'_> {
             };
             print_row(&row, self.start.elapsed().as_secs_f64());
             self.rows.push(row);
+            if let Err(e) = self.write_report(true) {
+                eprintln!("checkpoint not written: {e:#}");
+            }
         }
     }
 
@@ -645,7 +690,25 @@ pub fn run(args: Args) -> Result<()> {
         cs.uses_preprocess()
     };
 
+    std::fs::create_dir_all(&out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let checkpoint = Checkpoint {
+        head: Report {
+            gpu: tuner.name(),
+            driver: common::driver_version(),
+            date: common::today(),
+            command: command.clone(),
+            copy_gbs,
+            cusparse_preprocess: preprocess,
+            budgets: [args.budget_large, args.budget_real],
+            quick: args.quick,
+            ..Report::default()
+        },
+        json: out_dir.join(format!("{}.json", args.stem)),
+        md: out_dir.join(format!("{}.md", args.stem)),
+    };
     let mut runner = Runner {
+        checkpoint,
         ctx: Ctx {
             tuner: &tuner,
             space: space.clone(),
@@ -653,7 +716,6 @@ pub fn run(args: Args) -> Result<()> {
             copy_gbs,
             reps: args.reps,
             sweep_reps: args.sweep_reps,
-            preprocess,
         },
         start,
         max_seconds: args.max_seconds,
@@ -776,30 +838,9 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
 
-    // Outputs.
-    std::fs::create_dir_all(&out_dir)
-        .with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let summary = summarize(&runner.rows, runner.skipped.len());
-    let report = Report {
-        gpu: tuner.name(),
-        driver: common::driver_version(),
-        date: common::today(),
-        command: command.clone(),
-        copy_gbs,
-        rows: runner.rows,
-        summary,
-        skipped: runner.skipped,
-        cusparse_preprocess: runner.ctx.preprocess,
-        elapsed_seconds: start.elapsed().as_secs_f64(),
-        budgets: [args.budget_large, args.budget_real],
-        quick: args.quick,
-    };
-    let json_path = out_dir.join(format!("{}.json", args.stem));
-    std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("writing {}", json_path.display()))?;
-    let md_path = out_dir.join(format!("{}.md", args.stem));
-    std::fs::write(&md_path, render_markdown(&report))
-        .with_context(|| format!("writing {}", md_path.display()))?;
+    // Outputs (the JSON and Markdown were also written after every matrix).
+    let report = runner.write_report(false)?;
+    let (json_path, md_path) = (&runner.checkpoint.json, &runner.checkpoint.md);
     let svg_path = out_dir.join(format!("{}.svg", args.stem));
     render_svg(&report.rows, &svg_path)?;
     let dataset_path = args

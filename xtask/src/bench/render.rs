@@ -146,6 +146,13 @@ pub fn render_markdown(r: &Report) -> String {
         r.elapsed_seconds,
         if r.quick { " (quick sizes)" } else { "" }
     );
+    if r.partial {
+        let _ = writeln!(
+            out,
+            "- **Partial**: written after the last matrix below while the run went on; the run \
+             did not reach its end (stopped from outside), so later matrices are missing"
+        );
+    }
     let _ = writeln!(
         out,
         "\nGB/s = compulsory bytes of CSR (values, indices, row pointers, x, y once) / median \

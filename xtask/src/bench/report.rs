@@ -199,6 +199,10 @@ pub struct Report {
     pub budgets: [f64; 2],
     /// Small smoke-run sizes.
     pub quick: bool,
+    /// Written after a matrix while the run went on: the run may have been
+    /// stopped before the rest (the final write clears it).
+    #[serde(default)]
+    pub partial: bool,
 }
 
 pub(super) fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {

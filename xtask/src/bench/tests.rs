@@ -268,3 +268,26 @@ fn value_args_and_no_gpu_error() {
         assert!(e.contains("no GPU"), "{e}");
     }
 }
+
+#[test]
+fn a_partial_report_says_so_and_irregular_rows_get_their_summary() {
+    let mut rows = fake_rows();
+    rows[0].suite = "irregular".into();
+    rows[0].speedup_same_order = Some(1.25);
+    let report = Report {
+        summary: summarize(&rows, 0),
+        rows,
+        partial: true,
+        ..Report::default()
+    };
+    let md = render_markdown(&report);
+    assert!(md.contains("**Partial**"), "{md}");
+    assert!(md.contains("Ordering and kernel, separated"), "{md}");
+    let back: Report = serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
+    assert!(back.partial);
+    assert_eq!(
+        back.summary.all.geomean_speedup_irregular_same_order,
+        Some(1.25)
+    );
+    assert!(!render_markdown(&Report::default()).contains("**Partial**"));
+}
