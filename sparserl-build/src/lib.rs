@@ -19,6 +19,8 @@
 //! op = "spmv"
 //! value = "f32"                 # "f32" | "f64"
 //! pattern = { kind = "stencil", grid = [1024, 1024], points = 5 }
+//! epilogues = ["dot"]           # optional; fused forms for solvers
+//! reorder = "auto"              # optional; "auto" | "none" | "rcm" | "degree"
 //! ```
 //!
 //! ## build.rs
@@ -51,8 +53,12 @@
 
 #![warn(missing_docs)]
 
+// The API of a build script: `build`, `Builder`, the lock file, the
+// descriptor and their errors (re-exported below). The modules stay public
+// for the repository's own tools (benchmarks, retune, checks) but are not
+// part of that API; the cache is private.
 pub mod builder;
-pub mod cache;
+mod cache;
 pub mod codegen;
 pub mod descriptor;
 pub mod emit;
