@@ -698,6 +698,8 @@ pub fn run(args: Args) -> Result<()> {
             driver: common::driver_version(),
             date: common::today(),
             command: command.clone(),
+            commit: args.commit.clone(),
+            policy: sparserl_policies::policy_in_use().choice.version(),
             copy_gbs,
             cusparse_preprocess: preprocess,
             budgets: [args.budget_large, args.budget_real],

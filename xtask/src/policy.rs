@@ -318,6 +318,7 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
                 .collect(),
             corpus: vec!["all".into()],
             stem: stem.clone(),
+            commit: "unknown".into(),
         })?;
         args.dataset = sweep.clone();
         args.sweep = sweep;

@@ -93,6 +93,9 @@ pub struct Args {
     /// File stem of the outputs (`<stem>.json`, `.md`, `.svg`).
     #[arg(long, default_value = "spmv-h200")]
     pub stem: String,
+    /// Recorded in the JSON: the commit that was built.
+    #[arg(long, default_value = "unknown")]
+    pub commit: String,
 }
 
 impl Args {

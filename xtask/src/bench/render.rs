@@ -135,6 +135,9 @@ pub fn render_markdown(r: &Report) -> String {
     let _ = writeln!(out, "- Driver: {}", r.driver);
     let _ = writeln!(out, "- Date: {}", r.date);
     let _ = writeln!(out, "- Command: `{}`", r.command);
+    if !r.commit.is_empty() || !r.policy.is_empty() {
+        let _ = writeln!(out, "- Commit `{}`, policy `{}`", r.commit, r.policy);
+    }
     let _ = writeln!(out, "- Copy bandwidth: {:.0} GB/s", r.copy_gbs);
     let _ = writeln!(
         out,

@@ -183,6 +183,13 @@ pub struct Report {
     pub date: String,
     /// The exact command.
     pub command: String,
+    /// The commit that was built (`--commit`).
+    #[serde(default)]
+    pub commit: String,
+    /// The policy that proposed the search's first candidates (its version:
+    /// `learned-1-<sha256>` or the prior's).
+    #[serde(default)]
+    pub policy: String,
     /// Device copy bandwidth, GB/s.
     pub copy_gbs: f64,
     /// One row per matrix and value type.

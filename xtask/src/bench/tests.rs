@@ -260,6 +260,7 @@ fn value_args_and_no_gpu_error() {
             only: vec!["cti".into(), "road-network".into()],
             corpus: Vec::new(),
             stem: "spmv-h200".into(),
+            commit: "unknown".into(),
         };
         assert!(args.keeps("cti", "3D-mesh"));
         assert!(args.keeps("road_NY", "road-network"));
