@@ -294,6 +294,31 @@ mod tests {
     }
 
     #[test]
+    fn a_renumbered_variant_compiles_to_its_kernel() {
+        use sparserl_rt::reorder::Reorder;
+        for v in [
+            Variant::of(Strategy::Sell),
+            Variant::of(Strategy::Tiled),
+            Variant::FALLBACK,
+        ] {
+            for reorder in [Reorder::Rcm, Reorder::Degree] {
+                let r = Variant { reorder, ..v };
+                assert_ne!(r.id(), v.id());
+                assert_eq!(
+                    entry_name(&r, ValueType::F32),
+                    entry_name(&v, ValueType::F32)
+                );
+                let (a, b) = (
+                    generate_with(&r, ValueType::F64, &Epilogue::ALL).unwrap(),
+                    generate_with(&v, ValueType::F64, &Epilogue::ALL).unwrap(),
+                );
+                assert_eq!(a.source, b.source);
+                assert_eq!(a.entry, b.entry);
+            }
+        }
+    }
+
+    #[test]
     fn entry_names_are_unique_identifiers() {
         let mut names = HashSet::new();
         let mut sources = HashSet::new();

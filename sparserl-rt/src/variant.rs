@@ -474,6 +474,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_numbering_is_in_the_id_and_the_lock_form_only_when_renumbered() {
+        let v = Variant::of(Strategy::Sell);
+        let r = Variant {
+            reorder: Reorder::Rcm,
+            ..v
+        };
+        assert_eq!(r.id(), format!("{}+rcm", v.id()));
+        assert_eq!(r.kernel(), v);
+        // Lock files written before renumbering existed still parse.
+        let plain = serde_json::to_string(&v).unwrap();
+        assert!(!plain.contains("reorder"), "{plain}");
+        assert_eq!(serde_json::from_str::<Variant>(&plain).unwrap(), v);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"reorder\":\"rcm\""), "{json}");
+        assert_eq!(serde_json::from_str::<Variant>(&json).unwrap(), r);
+        let l = crate::Layouts::for_variants(&[r]);
+        assert!(l.sell && l.reorder == Reorder::Rcm);
+        let lean = crate::Layouts::lean(&r);
+        assert!(lean.sell && !lean.csr && lean.reorder == Reorder::Rcm);
+    }
+
+    #[test]
     fn defaults_are_valid_and_canonical() {
         for s in Strategy::ALL {
             let v = Variant::of(s);
