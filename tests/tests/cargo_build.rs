@@ -105,6 +105,7 @@ op = "spmv"
 value = "f32"
 pattern = { kind = "uniform", rows = 500, cols = 500, avg-degree = 4 }
 epilogues = ["dot"]
+reorder = "degree"
 "#,
     );
     let out = cargo(&dir, &["run"]);
@@ -121,6 +122,13 @@ epilogues = ["dot"]
     assert!(stdout.contains("ring f64 "), "{stdout}");
     assert!(stdout.contains("type ring"), "{stdout}");
     assert!(stdout.contains("spare f32 "), "{stdout}");
+    // The requested numbering is part of the shipped variant.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("spare f32 ") && l.ends_with("+degree")),
+        "{stdout}"
+    );
     // The unused kernel raises no dead-code warning in the user's build.
     assert!(
         !stderr.contains("never constructed") && !stderr.contains("never used"),
