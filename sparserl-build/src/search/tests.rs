@@ -368,6 +368,18 @@ impl MeasureSource for Shaped {
     }
 }
 
+/// A correct, noiseless [`Shaped`] source scored by `score`.
+fn shaped(score: fn(&Variant) -> f64, square: bool) -> Shaped {
+    Shaped {
+        sim: Sim {
+            score,
+            ..sim(|_| false, 0.0, 0.1)
+        },
+        square,
+        measured: Vec::new(),
+    }
+}
+
 #[test]
 fn a_renumbering_that_pays_wins_and_one_that_cannot_run_is_never_measured() {
     fn rcm_pays(v: &Variant) -> f64 {
@@ -382,28 +394,14 @@ fn a_renumbering_that_pays_wins_and_one_that_cannot_run_is_never_measured() {
         budget_seconds: 60.0,
         ..SearchConfig::default()
     };
-    let mut src = Shaped {
-        sim: Sim {
-            score: rcm_pays,
-            ..sim(|_| false, 0.0, 0.1)
-        },
-        square: true,
-        measured: Vec::new(),
-    };
+    let mut src = shaped(rcm_pays, true);
     let out = search(&proposals(), &mut src, &cfg).unwrap();
     assert_eq!(out.winner.reorder, Reorder::Rcm, "{}", out.winner);
     assert!(out.trials.iter().any(|t| t.phase == "renumber"));
     assert!(out.winner.id().ends_with("+rcm"));
 
     // Rectangular samples: the same scores, but no renumbered variant runs.
-    let mut src = Shaped {
-        sim: Sim {
-            score: rcm_pays,
-            ..sim(|_| false, 0.0, 0.1)
-        },
-        square: false,
-        measured: Vec::new(),
-    };
+    let mut src = shaped(rcm_pays, false);
     let out = search(&proposals(), &mut src, &cfg).unwrap();
     assert_eq!(out.winner.reorder, Reorder::None);
     assert!(src.measured.iter().all(|v| v.reorder.is_none()));
@@ -848,14 +846,7 @@ fn the_allowed_numberings_bind_every_candidate() {
         score(v) * if v.reorder == Reorder::Rcm { 1.6 } else { 1.0 }
     }
     // Only the given order: the faster renumbering is never measured.
-    let mut src = Shaped {
-        sim: Sim {
-            score: rcm_pays,
-            ..sim(|_| false, 0.0, 0.1)
-        },
-        square: true,
-        measured: Vec::new(),
-    };
+    let mut src = shaped(rcm_pays, true);
     let cfg = SearchConfig {
         reorders: vec![Reorder::None],
         ..SearchConfig::default()

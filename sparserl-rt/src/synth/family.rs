@@ -304,19 +304,12 @@ fn skewed(rows: usize, huge: usize, huge_len: usize, seed: u64) -> Result<Csr, S
                 indices.push((j * step + rng.random_range(0..step.max(1))) as u32);
             }
         } else {
-            let start = indices.len();
-            for _ in 0..2 + r % 5 {
-                indices.push(rng.random_range(0..cols) as u32);
-            }
-            indices[start..].sort_unstable();
-            let mut kept = start;
-            for i in start..indices.len() {
-                if i == start || indices[i] != indices[kept - 1] {
-                    indices[kept] = indices[i];
-                    kept += 1;
-                }
-            }
-            indices.truncate(kept);
+            let mut row: Vec<u32> = (0..2 + r % 5)
+                .map(|_| rng.random_range(0..cols) as u32)
+                .collect();
+            row.sort_unstable();
+            row.dedup();
+            indices.extend(row);
         }
         while values.len() < indices.len() {
             values.push(rng.random_range(-1.0..1.0));
