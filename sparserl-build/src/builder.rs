@@ -462,9 +462,13 @@ impl Builder {
                 ));
             }
             let source_label = match (&locked, mode, &gpu) {
+                // The entry embeds the GPU the lock entry was tuned on and
+                // its note names the measured GB/s: both are part of the key.
                 (Some(l), _, _) => format!(
-                    "lock:{}",
-                    serde_json::to_string(&l.variant).unwrap_or_default()
+                    "lock:{}:{}:{}",
+                    serde_json::to_string(&l.variant).unwrap_or_default(),
+                    l.gpu,
+                    l.gbs
                 ),
                 (None, Mode::Off, _) => "fallback".to_string(),
                 (None, Mode::Full, Some(g)) => format!("measured:{}:{budget}", g.name()),

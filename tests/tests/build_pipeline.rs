@@ -246,6 +246,31 @@ fn fresh_lock_entries_win_and_stale_ones_are_ignored() {
         fs::read(&r.kernels[0].source_path).unwrap(),
         fs::read(&again.kernels[0].source_path).unwrap()
     );
+    // A retune that keeps the variant but measured on another GPU: the
+    // cached entry must not keep the old GPU and GB/s.
+    lock.upsert(LockEntry {
+        name: "grid".into(),
+        value: sparserl_rt::ValueType::F32,
+        descriptor: sparserl_build::builder::descriptor_fingerprint(&desc, 0).unwrap(),
+        generator: sparserl_build::codegen::generator_fingerprint(),
+        gpu: "other".into(),
+        gbs: 2000.0,
+        pct_copy: 50.0,
+        candidates: 10,
+        variant: locked,
+    });
+    lock.write(&dir).unwrap();
+    let retuned = builder(&dir, &out, &cache)
+        .mode(Mode::Off)
+        .try_run()
+        .unwrap();
+    assert_eq!(retuned.kernels[0].entry.variant, locked);
+    assert_eq!(retuned.kernels[0].entry.tuned_on.as_deref(), Some("other"));
+    assert!(
+        retuned.kernels[0].entry.note.contains("2000 GB/s on other"),
+        "{}",
+        retuned.kernels[0].entry.note
+    );
 }
 
 #[test]
