@@ -148,9 +148,15 @@ impl Permutation {
     }
 
     /// `P A Pᵀ`: row `i` is row `new_to_old[i]` of `a`, columns renumbered
-    /// and sorted; `None` unless `a` is square of this length. Rows are
-    /// written in parallel (one thread per core, up to 16).
+    /// and sorted; `None` unless `a` is square of this length. Rows of a
+    /// large matrix are written in parallel (up to one thread per core and
+    /// per million nonzeros, at most 16).
     pub fn apply(&self, a: &Csr) -> Option<Csr> {
+        self.apply_split(a, 1 << 20)
+    }
+
+    /// [`Permutation::apply`] with one thread per `per_thread` nonzeros.
+    fn apply_split(&self, a: &Csr, per_thread: usize) -> Option<Csr> {
         let n = self.len();
         if a.rows() != n || a.cols() != n {
             return None;
@@ -165,9 +171,11 @@ impl Permutation {
         }
         let mut indices = vec![0u32; a.nnz()];
         let mut values = vec![0f64; a.nnz()];
+        // Threads only where they pay (a million nonzeros each in `apply`).
         let threads = std::thread::available_parallelism()
             .map_or(1, |t| t.get())
-            .clamp(1, 16);
+            .clamp(1, 16)
+            .min(a.nnz() / per_thread.max(1) + 1);
         // Row ranges of about equal nonzeros, one per thread.
         let mut cuts = vec![0usize];
         for k in 1..threads {

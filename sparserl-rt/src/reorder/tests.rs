@@ -169,4 +169,6 @@ fn a_permutation_applies_only_to_matrices_of_its_size() {
     let y = big.spmv_f64(&x);
     let yb = p.apply(&big).unwrap().spmv_f64(&p.to_new(&x));
     assert_eq!(p.to_old(&yb), y);
+    // Split over threads (as large matrices are): the same matrix.
+    assert_eq!(p.apply_split(&big, 1000), p.apply(&big));
 }
