@@ -319,6 +319,7 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
             corpus: vec!["all".into()],
             stem: stem.clone(),
             commit: "unknown".into(),
+            no_oracle: false,
         })?;
         args.dataset = sweep.clone();
         args.sweep = sweep;

@@ -96,6 +96,10 @@ pub struct Args {
     /// Recorded in the JSON: the commit that was built.
     #[arg(long, default_value = "unknown")]
     pub commit: String,
+    /// Skip the oracle sweep of the whole design space (about half of a large
+    /// matrix's time): no oracle column, no dataset rows.
+    #[arg(long)]
+    pub no_oracle: bool,
 }
 
 impl Args {

@@ -261,6 +261,7 @@ fn value_args_and_no_gpu_error() {
             corpus: Vec::new(),
             stem: "spmv-h200".into(),
             commit: "unknown".into(),
+            no_oracle: false,
         };
         assert!(args.keeps("cti", "3D-mesh"));
         assert!(args.keeps("road_NY", "road-network"));
