@@ -750,7 +750,11 @@ pub(crate) fn spmv_fused_unpublished<T: Scalar>(
         numbering,
         x.as_slice(),
         y.as_mut_slice(),
-        Some((ep, w_is_x)),
+        Some(crate::renumber::EpLaunch {
+            args: ep,
+            w_is_x,
+            reads_y: fused.epilogue().has_axpby(),
+        }),
     )
 }
 

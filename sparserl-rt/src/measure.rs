@@ -9,7 +9,7 @@ use crate::device::{DeviceCsr, Gpu, Layouts, Scalar};
 use crate::epilogue::Epilogue;
 use crate::error::RtError;
 use crate::launch::EpArgs;
-use crate::renumber::Numbering;
+use crate::renumber::{EpLaunch, Numbering};
 use crate::reorder::Reorder;
 use crate::variant::{ValueType, Variant};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaSlice, sys};
@@ -239,11 +239,15 @@ struct BenchState<T: Scalar> {
 }
 
 impl<T: Scalar> BenchEpilogue<T> {
-    fn args(&self) -> EpArgs<'_, T> {
-        EpArgs {
-            coef: &self.coefs,
-            w: &self.w,
-            dot: &self.dot,
+    fn launch(&self) -> EpLaunch<'_, T> {
+        EpLaunch {
+            args: EpArgs {
+                coef: &self.coefs,
+                w: &self.w,
+                dot: &self.dot,
+            },
+            w_is_x: false,
+            reads_y: self.epilogue.has_axpby(),
         }
     }
 }
@@ -428,7 +432,7 @@ impl<T: Scalar> Bench<T> {
         if let Some(ep) = &mut st.ep {
             stream.memset_zeros(&mut ep.dot)?;
         }
-        let ep = st.ep.as_ref().map(BenchEpilogue::args);
+        let ep = st.ep.as_ref().map(BenchEpilogue::launch);
         crate::renumber::launch(
             &self.gpu,
             (func, variant),
@@ -436,7 +440,7 @@ impl<T: Scalar> Bench<T> {
             Numbering::User,
             &st.xs[0],
             &mut st.ys[0],
-            ep.map(|e| (e, false)),
+            ep,
         )?;
         let y = stream.clone_dtoh(&st.ys[0])?;
         let y64: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
@@ -556,7 +560,7 @@ impl<T: Scalar> Bench<T> {
         st.next = st.next.wrapping_add(1);
         // Only reached from the unsafe timing entry points, whose callers
         // vouch for `func`; the buffers are this Bench's own.
-        let ep = st.ep.as_ref().map(BenchEpilogue::args);
+        let ep = st.ep.as_ref().map(BenchEpilogue::launch);
         // A fused entry serves iterative methods, which keep their vectors
         // in the renumbered order for the whole solve: timed without the
         // permutations (checked with them, on the same kernel and matrix).
@@ -572,7 +576,7 @@ impl<T: Scalar> Bench<T> {
             numbering,
             &st.xs[i],
             &mut st.ys[i],
-            ep.map(|e| (e, false)),
+            ep,
         )
     }
 

@@ -184,12 +184,22 @@ fn permute<T: Scalar>(
     Ok(())
 }
 
+/// A fused launch's epilogue operands and what a launch in the user's
+/// numbering must permute for them.
+pub(crate) struct EpLaunch<'a, T: Scalar> {
+    /// The operands as given.
+    pub args: EpArgs<'a, T>,
+    /// The weights are `x` itself (its gathered copy is reused).
+    pub w_is_x: bool,
+    /// The epilogue reads the old `y` (axpby), so it is gathered too.
+    pub reads_y: bool,
+}
+
 /// Launches `kernel` (a function resolved from a generated spec for the
 /// variant, or vouched for by an `unsafe` caller) on `a` with vectors in
 /// `numbering`: around it the gathers and the scatter of a renumbered matrix
-/// in the user's numbering. `ep`: the epilogue's operands and whether its
-/// weights are `x` itself (then its gathered copy is reused). `x`, `y` and
-/// the epilogue's buffers belong to `gpu` (checked by the callers).
+/// in the user's numbering. `x`, `y` and the epilogue's buffers belong to
+/// `gpu` (checked by the callers).
 pub(crate) fn launch<T: Scalar>(
     gpu: &Gpu,
     kernel: (&CudaFunction, &Variant),
@@ -197,12 +207,12 @@ pub(crate) fn launch<T: Scalar>(
     numbering: Numbering,
     x: &CudaSlice<T>,
     y: &mut CudaSlice<T>,
-    ep: Option<(EpArgs<'_, T>, bool)>,
+    ep: Option<EpLaunch<'_, T>>,
 ) -> Result<(), RtError> {
     let (func, variant) = kernel;
     let p = match (numbering, a.perm()) {
         (Numbering::User, Some(p)) => p,
-        _ => return launch_variant_ep(gpu, func, variant, a, x, y, ep.map(|e| e.0)),
+        _ => return launch_variant_ep(gpu, func, variant, a, x, y, ep.map(|e| e.args)),
     };
     a.check_gpu(gpu)?;
     if x.len() < a.cols() || y.len() < a.rows() {
@@ -216,19 +226,20 @@ pub(crate) fn launch<T: Scalar>(
     let Scratch { xs, ys, ws } = &mut *guard;
     permute(gpu, true, &p.perm, x, xs)?;
     let ep = match ep {
-        Some((e, w_is_x)) => {
-            // An axpby epilogue reads the old y.
-            permute(gpu, true, &p.perm, y, ys)?;
-            let w = if w_is_x {
+        Some(e) => {
+            if e.reads_y {
+                permute(gpu, true, &p.perm, y, ys)?;
+            }
+            let w = if e.w_is_x {
                 &*xs
             } else {
-                permute(gpu, true, &p.perm, e.w, ws)?;
+                permute(gpu, true, &p.perm, e.args.w, ws)?;
                 &*ws
             };
             Some(EpArgs {
-                coef: e.coef,
+                coef: e.args.coef,
                 w,
-                dot: e.dot,
+                dot: e.args.dot,
             })
         }
         None => None,
@@ -308,15 +319,14 @@ impl<T: Scalar> DeviceCsr<T> {
         layouts: Layouts,
     ) -> Option<Result<Self, RtError>> {
         let r = renumber(csr, layouts.reorder)?;
-        Some((|| {
-            let inner = Layouts {
-                reorder: Reorder::None,
-                ..layouts
-            };
-            let mut m = Self::upload_with(gpu, &r.csr, inner)?;
+        let inner = Layouts {
+            reorder: Reorder::None,
+            ..layouts
+        };
+        Some(Self::upload_with(gpu, &r.csr, inner).and_then(|mut m| {
             m.set_perm(DevicePerm::upload(gpu, layouts.reorder, &r.perm, r.cost)?);
             Ok(m)
-        })())
+        }))
     }
 }
 

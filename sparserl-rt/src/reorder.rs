@@ -75,7 +75,7 @@ impl Reorder {
     /// The permutation of `a` (`None` for [`Reorder::None`] and for
     /// rectangular matrices, which keep their numbering).
     pub fn permutation(self, a: &Csr) -> Option<Permutation> {
-        if a.rows() != a.cols() || self.is_none() {
+        if a.rows() != a.cols() {
             return None;
         }
         let order = match self {

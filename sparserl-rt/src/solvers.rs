@@ -124,6 +124,18 @@ impl<'k, K: SpmvKernel> std::fmt::Debug for Cg<'k, K> {
     }
 }
 
+/// [`RtError::EpilogueNotGenerated`] unless `kernel` declares `epilogue`.
+fn require_epilogue<K: SpmvKernel>(kernel: &K, epilogue: crate::Epilogue) -> Result<(), RtError> {
+    if kernel.spec().fused.iter().any(|f| f.epilogue == epilogue) {
+        Ok(())
+    } else {
+        Err(RtError::EpilogueNotGenerated {
+            kernel: kernel.spec().name.to_string(),
+            epilogue: epilogue.as_str(),
+        })
+    }
+}
+
 /// The inverse of the diagonal of `a` (the Jacobi preconditioner), or an
 /// error naming the first row whose diagonal entry is missing or zero.
 pub fn jacobi_inverse(a: &Csr) -> Result<Vec<f64>, RtError> {
@@ -170,17 +182,7 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
                 a.cols()
             )));
         }
-        if !kernel
-            .spec()
-            .fused
-            .iter()
-            .any(|f| f.epilogue == crate::Epilogue::Dot)
-        {
-            return Err(RtError::EpilogueNotGenerated {
-                kernel: kernel.spec().name.to_string(),
-                epilogue: "dot",
-            });
-        }
+        require_epilogue(kernel, crate::Epilogue::Dot)?;
         let n = a.rows();
         ops::int_len(n)?;
         let dinv = match jacobi {
@@ -463,17 +465,7 @@ pub fn pagerank<K: SpmvKernel>(
             opts.damping
         )));
     }
-    if !kernel
-        .spec()
-        .fused
-        .iter()
-        .any(|f| f.epilogue == crate::Epilogue::AxpbyDot)
-    {
-        return Err(RtError::EpilogueNotGenerated {
-            kernel: kernel.spec().name.to_string(),
-            epilogue: "axpby-dot",
-        });
-    }
+    require_epilogue(kernel, crate::Epilogue::AxpbyDot)?;
     // Permuted space: the mask and x in the stored order for the whole run.
     if !m.renumbering().is_none() {
         let mut mi = DeviceVec::zeros(gpu, n)?;
