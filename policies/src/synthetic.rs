@@ -80,88 +80,73 @@ fn loguniform(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
     (lo.ln() + rng.random::<f64>() * (hi.ln() - lo.ln())).exp()
 }
 
+/// One shape parameter of a class: fixed, or drawn uniformly from a range.
+#[derive(Clone, Copy)]
+enum Param {
+    Fixed(f64),
+    Uniform(f64, f64),
+}
+
+impl Param {
+    fn draw(self, rng: &mut ChaCha8Rng) -> f64 {
+        match self {
+            Param::Fixed(v) => v,
+            Param::Uniform(a, b) => a + rng.random::<f64>() * (b - a),
+        }
+    }
+}
+
 /// Draws the features of one matrix of `class`.
 pub fn draw(class: &str, rng: &mut ChaCha8Rng) -> Features {
-    let u = |rng: &mut ChaCha8Rng, a: f64, b: f64| a + rng.random::<f64>() * (b - a);
-    match class {
+    use Param::{Fixed as F, Uniform as U};
+    // Each class: mean row length m, then rows r, then the remaining
+    // arguments of `features` [cv, diag, xseg, b4], drawn in that order.
+    let (m, r, params) = match class {
         "stencil" => {
             let m = [5.0, 7.0, 9.0, 27.0][rng.random_range(0..4)];
             let r = loguniform(rng, 1e4, 8e6);
-            features(
-                r,
-                m * 0.98,
-                0.05,
-                0.001,
-                u(rng, 0.05, 0.2),
-                u(rng, 0.2, 0.4),
-            )
+            let p = [F(0.05), F(0.001), U(0.05, 0.2), U(0.2, 0.4)];
+            (m * 0.98, r, p)
         }
         "banded" => {
             let m = loguniform(rng, 8.0, 128.0);
             let r = loguniform(rng, 1e4, 4e6);
-            features(
-                r,
-                m,
-                u(rng, 0.05, 0.3),
-                0.002,
-                u(rng, 0.03, 0.1),
-                u(rng, 0.3, 0.6),
-            )
+            let p = [U(0.05, 0.3), F(0.002), U(0.03, 0.1), U(0.3, 0.6)];
+            (m, r, p)
         }
         "power-law" => {
             let m = loguniform(rng, 3.0, 40.0);
             let r = loguniform(rng, 5e4, 4e6);
-            features(
-                r,
-                m,
-                u(rng, 1.5, 8.0),
-                u(rng, 0.2, 0.35),
-                u(rng, 0.6, 1.0),
-                u(rng, 0.07, 0.1),
-            )
+            let p = [U(1.5, 8.0), U(0.2, 0.35), U(0.6, 1.0), U(0.07, 0.1)];
+            (m, r, p)
         }
         "uniform" => {
             let m = loguniform(rng, 1.5, 600.0);
             let r = loguniform(rng, 2e3, 2e6).min(2e8 / m);
-            features(r, m, 1.0 / m.sqrt(), 0.33, u(rng, 0.8, 1.0), 0.0625)
+            let p = [F(1.0 / m.sqrt()), F(0.33), U(0.8, 1.0), F(0.0625)];
+            (m, r, p)
         }
         "block" => {
             let m = loguniform(rng, 8.0, 64.0);
             let r = loguniform(rng, 1e4, 1e6);
-            features(
-                r,
-                m,
-                u(rng, 0.1, 0.6),
-                u(rng, 0.05, 0.2),
-                u(rng, 0.05, 0.2),
-                u(rng, 0.8, 1.0),
-            )
+            let p = [U(0.1, 0.6), U(0.05, 0.2), U(0.05, 0.2), U(0.8, 1.0)];
+            (m, r, p)
         }
         "road-network" => {
-            let m = u(rng, 2.2, 3.0);
+            let m = U(2.2, 3.0).draw(rng);
             let r = loguniform(rng, 1e5, 2e7);
-            features(
-                r,
-                m,
-                u(rng, 0.3, 0.5),
-                u(rng, 0.01, 0.1),
-                u(rng, 0.4, 0.8),
-                u(rng, 0.07, 0.12),
-            )
+            let p = [U(0.3, 0.5), U(0.01, 0.1), U(0.4, 0.8), U(0.07, 0.12)];
+            (m, r, p)
         }
         _ => {
             let m = loguniform(rng, 500.0, 20000.0);
             let r = loguniform(rng, 200.0, 2e4);
-            features(
-                r,
-                m.min(r),
-                u(rng, 0.05, 1.0),
-                0.3,
-                u(rng, 0.1, 0.9),
-                u(rng, 0.1, 1.0),
-            )
+            let p = [U(0.05, 1.0), F(0.3), U(0.1, 0.9), U(0.1, 1.0)];
+            (m.min(r), r, p)
         }
-    }
+    };
+    let [cv, diag, xseg, b4] = params.map(|p| p.draw(rng));
+    features(r, m, cv, diag, xseg, b4)
 }
 
 fn quantile(f: &Features, q: f64) -> f64 {

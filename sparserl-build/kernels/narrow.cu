@@ -3,39 +3,8 @@
 // Reads the matrix's narrow-index layout (see sparserl_rt::narrow) through
 // the common ABI: `indices` holds, per nonzero, the 16-bit signed offset
 // col - row instead of the 32-bit column, so a nonzero costs 2 index bytes
-// instead of 4 (values and row pointers are the CSR ones). Otherwise as
-// group-per-row: LANES lanes per row, shuffle reduction.
+// instead of 4 (values and row pointers are the CSR ones). The kernel is
+// group_per_row.cu's, which the generator appends to this prelude.
 
-#if LANES < 2 || LANES > 32 || (LANES & (LANES - 1)) != 0
-#error "LANES must be a power of two in 2..=32"
-#endif
-
-extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
-    const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
-    const short* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x,
-    T* __restrict__ y SPARSERL_EP_PARAMS) {
-    SPARSERL_EP_BEGIN
-    (void)cols;
-    (void)nnz;
-    // Groups are LANES-aligned inside a warp (BLOCK is a multiple of 32), so
-    // every lane of a group sees the same row and takes the same branches.
-    const long long tid = sparserl_global_thread();
-    const unsigned lane = (unsigned)(tid & (LANES - 1));
-    const long long first = tid / LANES;
-    if (first >= rows) {
-        return;  // uniform across the group: no shuffle partner is left behind
-    }
-    const unsigned stride = sparserl_stride(sparserl_grid_threads() / LANES, rows);
-    const unsigned mask = group_mask<LANES>();
-    for (unsigned r = (unsigned)first; r < (unsigned)rows; r += stride) {
-        const int row = (int)r;
-        const int start = indptr[row];
-        const unsigned len = (unsigned)(indptr[row + 1] - start);
-        ACC sum = row_dot<(unsigned)LANES, UNROLL>(indices + start, values + start, x, lane, len,
-                                                   row);
-        sum = group_reduce<LANES>(sum, mask);
-        if (lane == 0) {
-            store_y(y, row, (T)sum);
-        }
-    }
-}
+#define SPARSERL_GROUP_INDEX_T short
+#define SPARSERL_GROUP_BASE(row) (row)

@@ -117,17 +117,19 @@ pub fn entry_name(variant: &Variant, value: ValueType) -> String {
     format!("sparserl_spmv_{id}_{}", value.as_str())
 }
 
-fn strategy_fragment(s: Strategy) -> &'static str {
+/// The fragments of a strategy's kernel, in order: narrow is a prelude that
+/// sets group-per-row's index type.
+fn strategy_fragments(s: Strategy) -> &'static [&'static str] {
     match s {
-        Strategy::ThreadPerRow => THREAD_PER_ROW,
-        Strategy::GroupPerRow => GROUP_PER_ROW,
-        Strategy::BlockPerRow => BLOCK_PER_ROW,
-        Strategy::NnzSplit => NNZ_SPLIT,
-        Strategy::Diagonal => DIAGONAL,
-        Strategy::Binned => BINNED,
-        Strategy::Tiled => TILED,
-        Strategy::Narrow => NARROW,
-        Strategy::Sell => SELL,
+        Strategy::ThreadPerRow => &[THREAD_PER_ROW],
+        Strategy::GroupPerRow => &[GROUP_PER_ROW],
+        Strategy::BlockPerRow => &[BLOCK_PER_ROW],
+        Strategy::NnzSplit => &[NNZ_SPLIT],
+        Strategy::Diagonal => &[DIAGONAL],
+        Strategy::Binned => &[BINNED],
+        Strategy::Tiled => &[TILED],
+        Strategy::Narrow => &[NARROW, GROUP_PER_ROW],
+        Strategy::Sell => &[SELL],
     }
 }
 
@@ -260,7 +262,9 @@ fn compose(
         s.push('\n');
         push_text(&mut s, EPILOGUE);
         s.push('\n');
-        push_text(&mut s, strategy_fragment(sv.strategy));
+        for fragment in strategy_fragments(sv.strategy) {
+            push_text(&mut s, fragment);
+        }
     }
     let fused = sections
         .iter()

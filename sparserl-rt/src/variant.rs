@@ -425,39 +425,31 @@ pub fn core_space() -> Vec<Variant> {
     let mut out = Vec::new();
     for ldg_x in [true, false] {
         for block in [128, 256, 512] {
+            // The strategy's defaults with this block size and x load path.
+            let of = |s: Strategy| Variant {
+                block,
+                ldg_x,
+                ..Variant::of(s)
+            };
             for unroll in [1, 2, 4] {
                 out.push(Variant {
-                    block,
                     unroll,
-                    ldg_x,
-                    ..Variant::of(Strategy::ThreadPerRow)
+                    ..of(Strategy::ThreadPerRow)
                 });
-                for lanes in [2, 4, 8, 16, 32] {
-                    out.push(Variant {
-                        block,
-                        unroll,
-                        lanes,
-                        ldg_x,
-                        ..Variant::of(Strategy::GroupPerRow)
-                    });
-                }
-            }
-            for unroll in [1, 4] {
-                out.push(Variant {
-                    block,
+                out.extend([2, 4, 8, 16, 32].map(|lanes| Variant {
                     unroll,
-                    ldg_x,
-                    ..Variant::of(Strategy::BlockPerRow)
-                });
+                    lanes,
+                    ..of(Strategy::GroupPerRow)
+                }));
             }
-            for items in [1, 2, 4, 8, 16] {
-                out.push(Variant {
-                    block,
-                    items,
-                    ldg_x,
-                    ..Variant::of(Strategy::NnzSplit)
-                });
-            }
+            out.extend([1, 4].map(|unroll| Variant {
+                unroll,
+                ..of(Strategy::BlockPerRow)
+            }));
+            out.extend([1, 2, 4, 8, 16].map(|items| Variant {
+                items,
+                ..of(Strategy::NnzSplit)
+            }));
         }
     }
     out
