@@ -11,6 +11,9 @@
 //! - **template**: the fixed rule of hand-written libraries (`template_rule`);
 //! - **oracle**: the best of our design space (exhaustive sweep of
 //!   `full_space()` (core and layout strategies) with few repetitions, finalists and ours re-measured);
+//! - **gather floor** (large and irregular sets, `gather`): a microbenchmark
+//!   of the memory traffic of a perfectly balanced CSR SpMV of the matrix
+//!   without its row structure, the limit of random `x` gathers;
 //!
 //! Ours and cuSPARSE's best algorithm are then timed a second time, right
 //! after each other, and each keeps the faster of its two medians (a
@@ -38,7 +41,6 @@ use sparserl_rt::{
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -50,7 +52,9 @@ use sparserl_policies::dataset::{Dataset, MatrixRecord as DatasetMatrix};
 use sparserl_rt::measure::{time_back_to_back, time_graph, time_launches};
 
 mod args;
+mod gather;
 mod irregular;
+mod precompile;
 mod render;
 mod report;
 mod suite;
@@ -58,6 +62,7 @@ mod vendor;
 
 pub use args::*;
 pub use irregular::*;
+use precompile::{Compiled, precompile};
 pub use render::*;
 pub use report::*;
 pub use suite::*;
@@ -71,67 +76,8 @@ fn median(xs: &[f64]) -> Option<f64> {
 // The run
 // ---------------------------------------------------------------------------
 
-type Compiled = HashMap<(Variant, ValueType), Result<CudaFunction, String>>;
-
-/// `(entry, ptx)` or why compiling failed.
-type CompiledPtx = Result<(String, String), String>;
-
 /// A real matrix read in the background: name, class, matrix.
 type Loaded = (String, String, Result<Csr>);
-
-/// Compiles every variant for every value type with NVRTC in parallel
-/// threads, then loads the modules.
-fn precompile(gpu: &Gpu, space: &[Variant], values: &[ValueType]) -> Compiled {
-    let jobs: Vec<(Variant, ValueType)> = values
-        .iter()
-        .flat_map(|&t| space.iter().map(move |&v| (v, t)))
-        .collect();
-    let arch = gpu.arch();
-    let opts: Vec<String> = sparserl_build::builder::COMPILE_OPTIONS
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map_or(4, |n| n.get())
-        .clamp(1, 16);
-    let compiled: Vec<(usize, CompiledPtx)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&(v, t)) = jobs.get(i) else { break };
-                        let r = sparserl_build::codegen::generate(&v, t)
-                            .map_err(|e| e.to_string())
-                            .and_then(|src| {
-                                sparserl_rt::nvrtc::compile_ptx(&src.source, &arch, &opts)
-                                    .map(|ptx| (src.entry, ptx))
-                                    .map_err(|e| e.to_string())
-                            });
-                        out.push((i, r));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    let mut map = Compiled::new();
-    for (i, r) in compiled {
-        let f = r.and_then(|(entry, ptx)| gpu.load_ptx(&entry, &ptx).map_err(|e| e.to_string()));
-        map.insert(jobs[i], f);
-    }
-    for job in jobs {
-        map.entry(job)
-            .or_insert_with(|| Err("compile worker failed".to_string()));
-    }
-    map
-}
 
 struct Ctx<'a> {
     tuner: &'a GpuTuner,
@@ -143,6 +89,9 @@ struct Ctx<'a> {
     /// Run the oracle sweep (off: `--no-oracle`, no oracle column and no
     /// dataset rows).
     oracle: bool,
+    /// Measure the gather floor of the bandwidth-bound matrices (off:
+    /// `--no-gather`).
+    gather: bool,
 }
 
 impl Ctx<'_> {
@@ -381,6 +330,9 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
         }
     }
 
+    // The gather floor, timed right after ours and cuSPARSE (bandwidth-bound sets).
+    gather::floor_row::<T>(ctx, &bench, &mut row);
+
     // Our per-call latency.
     if real
         && row.ours_gbs.is_some()
@@ -452,6 +404,14 @@ fn print_row(r: &Row, elapsed: f64) {
     );
     if let Some(e) = &r.ours_error {
         println!("          ours FAILED: {e}");
+    }
+    if r.gather_floor_gbs.is_some() {
+        println!(
+            "          gather floor {} GB/s: ours {}, cuSPARSE {} of it",
+            fmt_opt(r.gather_floor_gbs, 0),
+            fmt_x(ratio(r.ours_gbs, r.gather_floor_gbs)),
+            fmt_x(ratio(r.cusparse_gbs, r.gather_floor_gbs)),
+        );
     }
     if r.cusparse_gbs.is_none()
         && let Some(e) = &r.cusparse_error
@@ -733,6 +693,7 @@ pub fn run(args: Args) -> Result<()> {
             reps: args.reps,
             sweep_reps: args.sweep_reps,
             oracle: !args.no_oracle,
+            gather: !args.no_gather,
         },
         start,
         max_seconds: args.max_seconds,

@@ -320,6 +320,7 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
             stem: stem.clone(),
             commit: "unknown".into(),
             no_oracle: false,
+            no_gather: false,
         })?;
         args.dataset = sweep.clone();
         args.sweep = sweep;

@@ -100,6 +100,10 @@ pub struct Args {
     /// matrix's time): no oracle column, no dataset rows.
     #[arg(long)]
     pub no_oracle: bool,
+    /// Skip the gather-floor microbenchmark of the bandwidth-bound matrices
+    /// (no gather floor table).
+    #[arg(long)]
+    pub no_gather: bool,
 }
 
 impl Args {

@@ -88,8 +88,9 @@ pub fn irregular_suite(quick: bool) -> Vec<IrregularSpec> {
 
 /// For a renumbered winner: the host cost of its ordering, our kernel alone
 /// on the renumbered matrix (no permutation) and cuSPARSE's best algorithm
-/// on that same renumbered matrix. For a winner in the given order the
-/// same-order numbers are the given-order ones. Errors become notes.
+/// on that same renumbered matrix, and that matrix's gather floor. For a
+/// winner in the given order the same-order numbers are the given-order
+/// ones. Errors become notes.
 pub(super) fn same_order<T: Scalar>(
     ctx: &Ctx,
     csr: &Csr,
@@ -102,6 +103,7 @@ pub(super) fn same_order<T: Scalar>(
         row.ours_kernel_same_order_gbs = row.ours_gbs;
         row.cusparse_same_order_gbs = row.cusparse_gbs;
         row.speedup_same_order = ratio(row.ours_gbs, row.cusparse_gbs);
+        row.gather_floor_same_order_gbs = row.gather_floor_gbs;
         return Ok(());
     }
     let t = Instant::now();
@@ -135,6 +137,7 @@ pub(super) fn same_order<T: Scalar>(
             run_cusparse(ctx, &mut cs, &b, &reference, &mut tmp)?;
         }
     }
+    super::gather::floor_same_order::<T>(ctx, &bench, row);
     row.cusparse_same_order_gbs = tmp.cusparse_gbs;
     row.cusparse_same_order_alg = tmp.cusparse_alg;
     row.speedup_same_order = ratio(row.ours_kernel_same_order_gbs, row.cusparse_same_order_gbs);

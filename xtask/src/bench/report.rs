@@ -105,6 +105,18 @@ pub struct Row {
     /// ours (kernel alone) / cuSPARSE, both on the renumbered matrix.
     #[serde(default)]
     pub speedup_same_order: Option<f64>,
+    /// Gather floor of the matrix in the given order, GB/s (compulsory CSR
+    /// bytes / median time of the gather microbenchmark, the faster flavour;
+    /// bandwidth-bound suites only).
+    #[serde(default)]
+    pub gather_floor_gbs: Option<f64>,
+    /// The faster flavour of the gather floor's `x` loads (`plain`, `ldg`).
+    #[serde(default)]
+    pub gather_floor_load: Option<String>,
+    /// Gather floor of the matrix our kernel alone and cuSPARSE ran on in
+    /// the same-order comparison (the given one when ours keeps it), GB/s.
+    #[serde(default)]
+    pub gather_floor_same_order_gbs: Option<f64>,
 }
 
 /// A matrix that was not benchmarked, and why.
@@ -156,6 +168,11 @@ pub struct SummaryPart {
     pub ours_failures: usize,
     /// Rows where every cuSPARSE algorithm failed.
     pub cusparse_failures: usize,
+    /// Large and irregular rows (`name (value)`) where ours and cuSPARSE
+    /// are both within 5% of the gather floor of the given order: at the
+    /// gather limit.
+    #[serde(default)]
+    pub at_gather_limit: Vec<String>,
 }
 
 /// The summary: over all rows, then per value type.
@@ -283,6 +300,12 @@ pub fn summarize_part<'a>(rows: impl Iterator<Item = &'a Row>) -> SummaryPart {
         rows: rows.len(),
         ours_failures: rows.iter().filter(|r| r.ours_gbs.is_none()).count(),
         cusparse_failures: rows.iter().filter(|r| r.cusparse_gbs.is_none()).count(),
+        at_gather_limit: rows
+            .iter()
+            .filter(|r| r.suite == "large" || r.suite == "irregular")
+            .filter(|r| gather::at_gather_limit(r))
+            .map(|r| format!("{} ({})", r.matrix, r.value))
+            .collect(),
     }
 }
 

@@ -262,6 +262,7 @@ fn value_args_and_no_gpu_error() {
             stem: "spmv-h200".into(),
             commit: "unknown".into(),
             no_oracle: false,
+            no_gather: false,
         };
         assert!(args.keeps("cti", "3D-mesh"));
         assert!(args.keeps("road_NY", "road-network"));
@@ -292,4 +293,134 @@ fn a_partial_report_says_so_and_irregular_rows_get_their_summary() {
         Some(1.25)
     );
     assert!(!render_markdown(&Report::default()).contains("**Partial**"));
+}
+
+#[test]
+fn gather_kernels_compile_for_sm_90() {
+    let require = std::env::var("SPARSERL_REQUIRE_CUDA").is_ok_and(|v| v == "1");
+    let toolkit = match sparserl_rt::nvrtc::locate() {
+        Ok(t) => t,
+        Err(e) if require => panic!("SPARSERL_REQUIRE_CUDA=1 but {e}"),
+        Err(e) => {
+            eprintln!("gather floor kernels: SKIPPED (no NVRTC)\n{e}");
+            return;
+        }
+    };
+    let ptx = sparserl_rt::nvrtc::compile_ptx(gather::SOURCE, "sm_90", &[]).unwrap();
+    for value in [ValueType::F32, ValueType::F64] {
+        for load in gather::Load::ALL {
+            let e = gather::entry(value, load);
+            assert!(ptx.contains(&format!(".entry {e}(")), "{e} missing");
+        }
+    }
+    // The two load paths of x: coherent (plain) and read-only (`__ldg`).
+    for t in ["f32", "f64"] {
+        assert!(ptx.contains(&format!("ld.global.{t}")), "plain {t}");
+        assert!(ptx.contains(&format!("ld.global.nc.{t}")), "ldg {t}");
+    }
+    if toolkit.ptxas.is_some() {
+        let report = sparserl_rt::nvrtc::ptxas_check(&ptx, "sm_90").unwrap();
+        assert_eq!(report.total_spill_bytes(), 0);
+    }
+}
+
+/// Large rows with a gather floor: `a` at the limit (both within 5%), `b`
+/// not (cuSPARSE 10% below), `c` without a floor.
+fn gather_rows() -> Vec<Row> {
+    let mut a = row("irregular", "f32", "rmat-s20", 980.0, 1000.0);
+    a.gather_floor_gbs = Some(1000.0);
+    a.gather_floor_load = Some("ldg".into());
+    a.gather_floor_same_order_gbs = Some(1000.0);
+    a.reorder = Some("none".into());
+    a.ours_kernel_same_order_gbs = a.ours_gbs;
+    a.cusparse_same_order_gbs = a.cusparse_gbs;
+    let mut b = row("large", "f32", "banded", 1000.0, 900.0);
+    b.gather_floor_gbs = Some(1000.0);
+    b.gather_floor_load = Some("plain".into());
+    let c = row("large", "f32", "no-floor", 1000.0, 1000.0);
+    vec![a, b, c]
+}
+
+#[test]
+fn gather_floor_is_summarized_and_rendered() {
+    let rows = gather_rows();
+    assert!(gather::at_gather_limit(&rows[0]));
+    assert!(!gather::at_gather_limit(&rows[1]));
+    assert!(!gather::at_gather_limit(&rows[2]));
+    let report = Report {
+        summary: summarize(&rows, 0),
+        rows,
+        ..Report::default()
+    };
+    assert_eq!(report.summary.all.at_gather_limit, vec!["rmat-s20 (f32)"]);
+    let md = render_markdown(&report);
+    assert!(md.contains("## Gather floor"), "{md}");
+    assert!(md.contains("not a proof"), "{md}");
+    // The section alone (up to the next heading).
+    let table = md.split("## Gather floor").nth(1).unwrap();
+    let table = table.split("\n## ").next().unwrap();
+    assert!(table.contains("| floor GB/s (x loads) | ours / floor | cuSPARSE / floor |"));
+    assert!(
+        table.contains("| rmat-s20 | f32 | 1000 (ldg) | 0.98x | 1.00x | 0.98x | none | 1000 | 0.98x | 1.00x | yes |"),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "| banded | f32 | 1000 (plain) | 1.00x | 0.90x | 1.11x | - | - | - | - | no |"
+        ),
+        "{table}"
+    );
+    assert!(!table.contains("no-floor"), "{table}");
+    let summary = render_summary_md(&report);
+    assert!(
+        summary.contains(
+            "at the gather limit, ours and cuSPARSE both within 5% of the floor: rmat-s20 (f32)"
+        ),
+        "{summary}"
+    );
+    // Without floors (`--no-gather`, real matrices): no table, no line.
+    let plain = Report {
+        summary: summarize(&fake_rows(), 0),
+        rows: fake_rows(),
+        ..Report::default()
+    };
+    assert!(!render_markdown(&plain).contains("Gather floor"));
+    assert!(!render_summary_md(&plain).contains("gather"));
+}
+
+#[test]
+fn reports_without_gather_fields_still_parse() {
+    let rows = gather_rows();
+    let report = Report {
+        summary: summarize(&rows, 0),
+        rows,
+        ..Report::default()
+    };
+    let mut v = serde_json::to_value(&report).unwrap();
+    assert_eq!(v["rows"][0]["gather_floor_gbs"], 1000.0);
+    assert_eq!(v["rows"][0]["gather_floor_load"], "ldg");
+    assert_eq!(v["summary"]["at_gather_limit"][0], "rmat-s20 (f32)");
+    for r in v["rows"].as_array_mut().unwrap() {
+        let r = r.as_object_mut().unwrap();
+        for k in [
+            "gather_floor_gbs",
+            "gather_floor_load",
+            "gather_floor_same_order_gbs",
+        ] {
+            assert!(r.remove(k).is_some(), "{k}");
+        }
+    }
+    for part in ["f32", "f64"] {
+        v["summary"][part]
+            .as_object_mut()
+            .unwrap()
+            .remove("at_gather_limit");
+    }
+    v["summary"]
+        .as_object_mut()
+        .unwrap()
+        .remove("at_gather_limit");
+    let back: Report = serde_json::from_value(v).unwrap();
+    assert_eq!(back.rows[0].gather_floor_gbs, None);
+    assert!(back.summary.all.at_gather_limit.is_empty());
 }
