@@ -1,21 +1,13 @@
 // ---- nnz_split.cu: CSR SpMV, nnz-balanced: ITEMS consecutive nonzeros per thread ----
 //
 // Thread t owns the nonzeros [t*ITEMS, min(nnz, (t+1)*ITEMS)). Each warp finds
-// the rows of its first and last nonzero (two binary searches over all rows,
-// run by lanes 0 and 31 side by side); every lane then searches only that
-// window for the row of its own first nonzero.
-//
-// When the block's tile fits in shared memory (BLOCK * ITEMS <= 4096), the
-// warp first computes the products of its 32 * ITEMS nonzeros with coalesced
-// loads (item i of lane l is nonzero warp_first + 32 i + l, so one load
-// instruction reads 32 consecutive indices and values, and every lane has
-// ITEMS independent x gathers in flight) and stages them in shared memory;
-// each lane then reduces its own consecutive chunk from there. Otherwise the
-// lanes read their chunks directly.
-//
-// A lane accumulates in double. A row that starts and ends inside the lane's
-// chunk is stored to y; a row the lane shares with a neighbour is added to y
-// with atomicAdd, and the partial of the row its chunk ends in is kept. Those
+// the rows of its first and last nonzero with two warp-cooperative 32-way
+// searches (every lane probes one row pointer per round: about log32(rows)
+// dependent loads instead of log2(rows)); every lane then binary-searches only
+// that window for the row of its own first nonzero. A lane accumulates in
+// double, stores a row that starts and ends inside its chunk, adds the partial
+// sum of a row it shares with the previous lane to y with atomicAdd, and keeps
+// the partial of the row its chunk ends in. Those
 // chunk-final partials are combined across the warp by a segmented shuffle
 // reduction (rows are non-decreasing with the lane index) and the last lane
 // of each segment adds it to y: one atomic per row and warp instead of one per
@@ -24,18 +16,6 @@
 
 #if ITEMS < 1 || ITEMS > 16
 #error "ITEMS must be in 1..=16"
-#endif
-
-#define SPARSERL_SPLIT_STAGE (BLOCK * ITEMS <= 4096)
-#if SPARSERL_SPLIT_STAGE
-// Index of the warp's q-th staged product, padded by one slot per 16 so that
-// both the writes (q = 32 i + lane) and the reads (q = lane * ITEMS + j) of a
-// half-warp fall in different banks for ITEMS in {4, 8, 16}.
-#define SPARSERL_STAGE_SLOT(q) ((q) + ((q) >> 4))
-#define SPARSERL_STAGE_LEN (32 * ITEMS + 2 * ITEMS)
-#define SPARSERL_PRODUCT(k) stage[SPARSERL_STAGE_SLOT((k) - wfirst)]
-#else
-#define SPARSERL_PRODUCT(k) ((ACC)values[k] * (ACC)load_x(x, indices[k]))
 #endif
 
 // The last row r in [lo, hi] with indptr[r] <= k (requires indptr[lo] <= k).
@@ -53,6 +33,26 @@ __device__ __forceinline__ int sparserl_row_in(const int* __restrict__ indptr, i
     return lo;
 }
 
+// The same for a whole warp: every lane calls it with the same arguments and
+// gets the same row. Each round the 32 lanes probe 32 row pointers spread
+// over (lo, hi] and a ballot narrows the range to one gap between probes.
+__device__ __forceinline__ int sparserl_warp_row_in(const int* __restrict__ indptr, int lo,
+                                                    int hi, int k, unsigned lane) {
+    while (hi - lo >= 32) {
+        const long long span = (long long)(hi - lo);
+        // Probe j sits at lo + (j + 1) span / 32: strictly increasing, the last at hi.
+        const int probe = lo + (int)(((long long)lane + 1) * span / 32);
+        // indptr is non-decreasing, so the probes <= k are lanes 0 .. n-1.
+        const int n = __popc(__ballot_sync(SPARSERL_FULL_MASK, indptr[probe] <= k));
+        const int new_lo = n > 0 ? lo + (int)((long long)n * span / 32) : lo;
+        hi = n < 32 ? lo + (int)(((long long)n + 1) * span / 32) - 1 : hi;
+        lo = new_lo;
+    }
+    const int r = lo + (int)lane;
+    // indptr[lo] <= k, so at least lane 0 votes.
+    return lo - 1 + __popc(__ballot_sync(SPARSERL_FULL_MASK, r <= hi && indptr[r] <= k));
+}
+
 extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
     const int* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x,
@@ -60,10 +60,6 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     (void)cols;
     const unsigned lane = threadIdx.x & 31u;
     const long long stride = sparserl_grid_threads();
-#if SPARSERL_SPLIT_STAGE
-    __shared__ ACC stage_all[BLOCK / 32][SPARSERL_STAGE_LEN];
-    ACC* const stage = stage_all[threadIdx.x >> 5];
-#endif
     // t0 is the warp's first thread: the loop condition is uniform across the
     // warp, so every lane takes part in the shuffles below.
     for (long long t0 = sparserl_global_thread() - lane; t0 * ITEMS < nnz; t0 += stride) {
@@ -73,27 +69,8 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
         const long long last64 = (t0 + 32) * ITEMS - 1;
         const int wfirst = (int)(t0 * ITEMS);
         const int wlast = last64 < nnz ? (int)last64 : nnz - 1;
-        int bound = 0;
-        if (lane == 0) {
-            bound = sparserl_row_in(indptr, 0, rows - 1, wfirst);
-        } else if (lane == 31) {
-            bound = sparserl_row_in(indptr, 0, rows - 1, wlast);
-        }
-        const int rlo = __shfl_sync(SPARSERL_FULL_MASK, bound, 0);
-        const int rhi = __shfl_sync(SPARSERL_FULL_MASK, bound, 31);
-#if SPARSERL_SPLIT_STAGE
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            const int q = 32 * i + (int)lane;
-            const long long k = (long long)wfirst + q;
-            ACC p = ACC(0);
-            if (k < nnz) {
-                p = (ACC)values[k] * (ACC)load_x(x, indices[k]);
-            }
-            stage[SPARSERL_STAGE_SLOT(q)] = p;
-        }
-        __syncwarp();
-#endif
+        const int rlo = sparserl_warp_row_in(indptr, 0, rows - 1, wfirst, lane);
+        const int rhi = sparserl_warp_row_in(indptr, rlo, rows - 1, wlast, lane);
 
         int row = -1;
         ACC sum = ACC(0);
@@ -109,7 +86,7 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
                 for (int i = 0; i < ITEMS; ++i) {
                     const int k = begin + i;
                     if (k < end) {
-                        sum += SPARSERL_PRODUCT(k);
+                        sum += (ACC)values[k] * (ACC)load_x(x, indices[k]);
                     }
                 }
             } else {
@@ -130,7 +107,7 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
                             row_end = indptr[row + 1];
                         } while (k >= row_end);
                     }
-                    sum += SPARSERL_PRODUCT(k);
+                    sum += (ACC)values[k] * (ACC)load_x(x, indices[k]);
                 }
             }
         }
@@ -148,15 +125,5 @@ extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
         if (active && (lane == 31 || next_row != row)) {
             atomicAdd(&y[row], (T)sum);
         }
-#if SPARSERL_SPLIT_STAGE
-        __syncwarp();  // every lane has read the stage before it is refilled
-#endif
     }
 }
-
-#undef SPARSERL_PRODUCT
-#undef SPARSERL_SPLIT_STAGE
-#if defined(SPARSERL_STAGE_SLOT)
-#undef SPARSERL_STAGE_SLOT
-#undef SPARSERL_STAGE_LEN
-#endif
