@@ -56,8 +56,13 @@
 //! Unknown keys are errors everywhere. Every [`DescriptorError`] names the
 //! manifest, the key path (e.g. `package.metadata.sparserl.kernel[1].op`),
 //! what was found and what is allowed.
+//!
+//! Reading a descriptor takes two steps: serde reads the document into the
+//! raw model (`model`: which keys each table may hold, the pattern's `kind`
+//! tag) through a deserializer that records key paths (`path_de`); the
+//! validation pass (`validate`, `validate_pattern`) turns the model into
+//! these types and owns every message.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -66,14 +71,20 @@ use sparserl_rt::{Csr, ValueType};
 use thiserror::Error;
 use toml::{Table, Value};
 
+mod model;
 mod mtx_files;
-mod pattern_parse;
+mod path_de;
 mod samples;
-mod toml_walk;
+mod validate;
+mod validate_pattern;
+mod values;
 
+use model::*;
 use mtx_files::*;
-use pattern_parse::*;
-use toml_walk::*;
+use path_de::*;
+use validate::*;
+use validate_pattern::*;
+use values::*;
 
 /// Architectures used when `arch` is not given and no GPU is present at build time.
 pub const DEFAULT_ARCH: [&str; 2] = ["sm_80", "sm_90"];
@@ -87,8 +98,8 @@ const ROOT: &str = "package.metadata.sparserl";
 /// Largest row / column count a kernel supports (32-bit signed indices).
 const MAX_DIM: usize = i32::MAX as usize - 1;
 
-const TOP_KEYS: &[&str] = &["arch", "budget-seconds", "kernel"];
-const KERNEL_KEYS: &[&str] = &["name", "op", "value", "pattern", "epilogues", "reorder"];
+/// The pattern kinds, in the order of [`Pattern`]'s variants (and of
+/// `RawPattern`'s, whose serde names they are).
 const KINDS: &[&str] = &[
     "matrix-market",
     "samples",
@@ -97,15 +108,6 @@ const KINDS: &[&str] = &[
     "power-law",
     "uniform",
     "block",
-];
-
-/// Rust keywords (strict and reserved, edition 2024) that cannot name a kernel.
-const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
-    "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
-    "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
-    "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "gen", "macro",
-    "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
 ];
 
 /// The parsed `[package.metadata.sparserl]` table of one manifest.
@@ -339,107 +341,7 @@ pub fn parse_descriptor(manifest: &Path, text: &str) -> Result<Descriptor, Descr
     };
     let doc: Table = toml::from_str(text)
         .map_err(|e| DescriptorError::new(manifest, "", format!("invalid TOML: {e}")))?;
-    let root = find_root(&cx, &doc)?;
-    let top = Fields {
-        cx: &cx,
-        path: ROOT.to_string(),
-        table: root,
-    };
-    top.check_keys(TOP_KEYS)?;
-
-    let arch = match top.opt("arch") {
-        None => None,
-        Some(v) => Some(parse_arch(&cx, &top.key("arch"), v)?),
-    };
-    let budget_seconds = match top.opt("budget-seconds") {
-        None => None,
-        Some(v) => Some(positive_number(&cx, &top.key("budget-seconds"), v)?),
-    };
-
-    let kernels = match top.opt("kernel") {
-        None => {
-            return Err(cx.err(
-                &top.key("kernel"),
-                no_kernels_message("no kernels declared"),
-            ));
-        }
-        Some(Value::Array(items)) if items.is_empty() => {
-            return Err(cx.err(
-                &top.key("kernel"),
-                no_kernels_message("found an empty array"),
-            ));
-        }
-        Some(Value::Array(items)) => items,
-        Some(Value::Table(_)) => {
-            return Err(cx.err(
-                &top.key("kernel"),
-                format!(
-                    "found a single table, expected an array of tables: write \
-                     [[{ROOT}.kernel]] (double brackets) for each kernel"
-                ),
-            ));
-        }
-        Some(other) => {
-            return Err(cx.err(
-                &top.key("kernel"),
-                format!(
-                    "found {}, expected an array of kernel tables ([[{ROOT}.kernel]])",
-                    found_typed(other)
-                ),
-            ));
-        }
-    };
-
-    let mut decls = Vec::with_capacity(kernels.len());
-    // Generated identifier -> (kernel index, name) of the kernel it came from.
-    let mut seen: HashMap<String, (usize, String)> = HashMap::new();
-    for (i, item) in kernels.iter().enumerate() {
-        let path = kernel_key_path(i);
-        let Value::Table(table) = item else {
-            return Err(cx.err(
-                &path,
-                format!("found {}, expected a kernel table", found_typed(item)),
-            ));
-        };
-        let decl = parse_kernel(&cx, path, table)?;
-        // Every identifier the generated module derives from the name: the
-        // type and the `NAME_SPEC` static (the name upper-cased).
-        let idents = [
-            ("type name", decl.type_name.clone()),
-            ("static", spec_static_name(&decl.name)),
-        ];
-        for (kind, ident) in &idents {
-            if let Some((j, other)) = seen.get(ident) {
-                let what = if *other == decl.name {
-                    format!("found \"{}\" again", decl.name)
-                } else {
-                    format!(
-                        "found \"{}\", whose {kind} {ident} is also derived from \"{other}\"",
-                        decl.name
-                    )
-                };
-                return Err(cx.err(
-                    &format!("{}.name", kernel_key_path(i)),
-                    format!(
-                        "{what} (kernel[{j}] and kernel[{i}]), expected unique kernel names \
-                         (and unique UpperCamelCase type names and NAME_SPEC statics: \
-                         names that differ only in letter case or underscores clash)"
-                    ),
-                ));
-            }
-        }
-        for (_, ident) in idents {
-            seen.insert(ident, (i, decl.name.clone()));
-        }
-        decls.push(decl);
-    }
-
-    Ok(Descriptor {
-        manifest: manifest.to_path_buf(),
-        arch,
-        budget_seconds,
-        kernels: decls,
-    })
+    validate(&cx, &Value::Table(doc))
 }
 
 impl Descriptor {
@@ -491,284 +393,6 @@ impl KernelDecl {
     pub fn canonical_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"unserializable\":{e:?}}}"))
     }
-}
-
-// ---------------------------------------------------------------------------
-// Parsing helpers
-// ---------------------------------------------------------------------------
-
-fn parse_arch(cx: &Cx<'_>, path: &str, v: &Value) -> Result<Vec<String>, DescriptorError> {
-    const EXPECTED: &str = "expected an array of architectures like [\"sm_80\", \"sm_90\"] (\"sm_\" followed by 2 or 3 digits)";
-    let Value::Array(items) = v else {
-        return Err(cx.err(path, format!("found {}, {EXPECTED}", found_typed(v))));
-    };
-    if items.is_empty() {
-        return Err(cx.err(
-            path,
-            format!("found an empty array, {EXPECTED}; omit the key for the default"),
-        ));
-    }
-    let mut out: Vec<String> = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let item_path = format!("{path}[{i}]");
-        let s = match item {
-            Value::String(s) => s,
-            other => {
-                return Err(cx.err(
-                    &item_path,
-                    format!(
-                        "found {}, expected a string like \"sm_80\"",
-                        found_typed(other)
-                    ),
-                ));
-            }
-        };
-        let digits = s.strip_prefix("sm_").unwrap_or("");
-        if !(2..=3).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(cx.err(
-                &item_path,
-                format!(
-                    "found {}, expected an architecture like \"sm_80\" or \"sm_90\" \
-                     (\"sm_\" followed by 2 or 3 digits)",
-                    quote(s)
-                ),
-            ));
-        }
-        if !out.contains(s) {
-            out.push(s.clone());
-        }
-    }
-    Ok(out)
-}
-
-fn parse_kernel(cx: &Cx<'_>, path: String, table: &Table) -> Result<KernelDecl, DescriptorError> {
-    let f = Fields { cx, path, table };
-    f.check_keys(KERNEL_KEYS)?;
-
-    let name_path = f.key("name");
-    let name = string(
-        cx,
-        &name_path,
-        f.req("name", "a string naming the kernel, e.g. \"laplace2d\"")?,
-    )?;
-    let type_name = check_name(cx, &name_path, name)?;
-
-    let op_path = f.key("op");
-    let op = match string(cx, &op_path, f.req("op", &one_of(&["spmv"]))?)? {
-        "spmv" => Op::Spmv,
-        "spmm" => {
-            return Err(cx.err(
-                &op_path,
-                "found \"spmm\", expected one of \"spmv\" (\"spmm\" is reserved but not supported yet)",
-            ));
-        }
-        other => {
-            return Err(cx.err(
-                &op_path,
-                format!("found {}, expected {}", quote(other), one_of(&["spmv"])),
-            ));
-        }
-    };
-
-    let value_path = f.key("value");
-    let value = match string(cx, &value_path, f.req("value", &one_of(&["f32", "f64"]))?)? {
-        "f32" => ValueType::F32,
-        "f64" => ValueType::F64,
-        other => {
-            return Err(cx.err(
-                &value_path,
-                format!(
-                    "found {}, expected {}",
-                    quote(other),
-                    one_of(&["f32", "f64"])
-                ),
-            ));
-        }
-    };
-
-    let pattern_path = f.key("pattern");
-    let pattern = match f.req(
-        "pattern",
-        "a table such as { kind = \"stencil\", grid = [1024, 1024], points = 5 }",
-    )? {
-        Value::Table(t) => parse_pattern(cx, pattern_path, t)?,
-        other => {
-            return Err(cx.err(
-                &pattern_path,
-                format!(
-                    "found {}, expected a table such as {{ kind = \"stencil\", grid = [1024, 1024], points = 5 }}",
-                    found_typed(other)
-                ),
-            ));
-        }
-    };
-
-    let epilogues = match f.opt("epilogues") {
-        None => Vec::new(),
-        Some(v) => parse_epilogues(cx, &f.key("epilogues"), v)?,
-    };
-    let reorder = match f.opt("reorder") {
-        None => None,
-        Some(v) => parse_reorder(cx, &f.key("reorder"), v)?,
-    };
-
-    Ok(KernelDecl {
-        name: name.to_string(),
-        type_name,
-        op,
-        value,
-        pattern,
-        epilogues,
-        reorder,
-    })
-}
-
-/// `reorder = "auto" | "none" | "rcm" | "degree"` (`None`: auto).
-fn parse_reorder(
-    cx: &Cx<'_>,
-    path: &str,
-    v: &Value,
-) -> Result<Option<sparserl_rt::reorder::Reorder>, DescriptorError> {
-    use sparserl_rt::reorder::Reorder;
-    let names = ["auto", "none", "rcm", "degree"];
-    match v {
-        Value::String(s) if s == "auto" => Ok(None),
-        Value::String(s) => Reorder::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .map(Some)
-            .ok_or_else(|| {
-                cx.err(
-                    path,
-                    format!("found {}, expected {}", quote(s), one_of(&names)),
-                )
-            }),
-        other => Err(cx.err(
-            path,
-            format!("found {}, expected {}", found_typed(other), one_of(&names)),
-        )),
-    }
-}
-
-/// `epilogues = ["dot", ...]`: known names, each at most once.
-fn parse_epilogues(
-    cx: &Cx<'_>,
-    path: &str,
-    v: &Value,
-) -> Result<Vec<sparserl_rt::Epilogue>, DescriptorError> {
-    let names: Vec<&str> = sparserl_rt::Epilogue::ALL
-        .iter()
-        .map(|e| e.as_str())
-        .collect();
-    let Value::Array(items) = v else {
-        return Err(cx.err(
-            path,
-            format!(
-                "found {}, expected an array of {}",
-                found_typed(v),
-                one_of(&names)
-            ),
-        ));
-    };
-    let mut out = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let item_path = format!("{path}[{i}]");
-        let e = match item {
-            Value::String(s) => sparserl_rt::Epilogue::parse(s).ok_or_else(|| {
-                cx.err(
-                    &item_path,
-                    format!("found {}, expected {}", quote(s), one_of(&names)),
-                )
-            })?,
-            other => {
-                return Err(cx.err(
-                    &item_path,
-                    format!("found {}, expected {}", found_typed(other), one_of(&names)),
-                ));
-            }
-        };
-        if out.contains(&e) {
-            return Err(cx.err(
-                &item_path,
-                format!(
-                    "found {} twice, expected each epilogue at most once",
-                    quote(e.as_str())
-                ),
-            ));
-        }
-        out.push(e);
-    }
-    Ok(out)
-}
-
-/// Validates a kernel name and returns its UpperCamelCase type name.
-fn check_name(cx: &Cx<'_>, path: &str, name: &str) -> Result<String, DescriptorError> {
-    const RULE: &str = "expected a Rust identifier in snake_case (ASCII letters, digits and \
-                        underscores, not starting with a digit, not a keyword)";
-    if name.is_empty() {
-        return Err(cx.err(path, format!("found an empty string, {RULE}")));
-    }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
-    {
-        let hint: String = name
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        return Err(cx.err(
-            path,
-            format!(
-                "found {}, {RULE}; {bad:?} is not allowed (try \"{hint}\")",
-                quote(name)
-            ),
-        ));
-    }
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
-        return Err(cx.err(
-            path,
-            format!("found {}, {RULE}; it starts with a digit", quote(name)),
-        ));
-    }
-    if KEYWORDS.contains(&name) {
-        return Err(cx.err(
-            path,
-            format!("found {}, {RULE}; it is a Rust keyword", quote(name)),
-        ));
-    }
-    let type_name = upper_camel(name);
-    if !type_name.starts_with(|c: char| c.is_ascii_alphabetic())
-        || KEYWORDS.contains(&type_name.as_str())
-    {
-        return Err(cx.err(
-            path,
-            format!(
-                "found {}, {RULE}; its type name {:?} is not a valid Rust identifier",
-                quote(name),
-                type_name
-            ),
-        ));
-    }
-    Ok(type_name)
-}
-
-/// The static the generated module declares for kernel `name`:
-/// `laplace2d` -> `LAPLACE2D_SPEC`.
-fn spec_static_name(name: &str) -> String {
-    format!("{}_SPEC", name.to_ascii_uppercase())
-}
-
-/// `my_kernel_v2` -> `MyKernelV2`, `laplace2d` -> `Laplace2d`.
-fn upper_camel(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for part in name.split('_') {
-        let mut chars = part.chars();
-        if let Some(first) = chars.next() {
-            out.push(first.to_ascii_uppercase());
-            out.extend(chars);
-        }
-    }
-    out
 }
 
 fn ser_path<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {

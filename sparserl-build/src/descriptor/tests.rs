@@ -888,3 +888,4 @@ fn load_samples_bad_index() {
 }
 
 mod kernel_keys;
+mod serde_model;

@@ -1,7 +1,10 @@
-//! Walking the raw TOML table: key paths, found/expected wording, typed reads.
+//! Leaf values as written: the found/expected wording of every message and
+//! the typed reads of loose [`toml::Value`] leaves of the model.
 
 use super::*;
 
+/// What the validation pass needs besides the model: the manifest (named in
+/// errors) and its directory (anchoring relative `path` / `dir` keys).
 pub(super) struct Cx<'a> {
     pub(super) manifest: &'a Path,
     pub(super) dir: PathBuf,
@@ -11,41 +14,22 @@ impl Cx<'_> {
     pub(super) fn err(&self, key_path: &str, message: impl Into<String>) -> DescriptorError {
         DescriptorError::new(self.manifest, key_path, message)
     }
-}
 
-/// A table being walked, with its key path.
-pub(super) struct Fields<'a> {
-    pub(super) cx: &'a Cx<'a>,
-    pub(super) path: String,
-    pub(super) table: &'a Table,
-}
-
-impl<'a> Fields<'a> {
-    pub(super) fn key(&self, key: &str) -> String {
-        format!("{}.{}", self.path, key_segment(key))
-    }
-
-    pub(super) fn opt(&self, key: &str) -> Option<&'a Value> {
-        self.table.get(key)
-    }
-
-    pub(super) fn req(&self, key: &str, expected: &str) -> Result<&'a Value, DescriptorError> {
-        self.table.get(key).ok_or_else(|| {
-            self.cx.err(
-                &self.key(key),
+    /// The value of a required key, or the error saying it is missing and
+    /// what it expects; `table` is the key path of the table holding `key`.
+    pub(super) fn required<'v, T>(
+        &self,
+        table: &str,
+        key: &str,
+        value: &'v Option<T>,
+        expected: &str,
+    ) -> Result<&'v T, DescriptorError> {
+        value.as_ref().ok_or_else(|| {
+            self.err(
+                &join_key(table, key),
                 format!("missing required key \"{key}\", expected {expected}"),
             )
         })
-    }
-
-    pub(super) fn check_keys(&self, allowed: &[&str]) -> Result<(), DescriptorError> {
-        match self.table.keys().find(|k| !allowed.contains(&k.as_str())) {
-            None => Ok(()),
-            Some(k) => Err(self.cx.err(
-                &self.key(k),
-                format!("unknown key \"{k}\"; allowed keys: {}", allowed.join(", ")),
-            )),
-        }
     }
 }
 
@@ -56,6 +40,7 @@ pub(super) fn manifest_dir(manifest: &Path) -> PathBuf {
     }
 }
 
+/// A key as it appears in a key path: bare, or quoted when it needs quotes.
 pub(super) fn key_segment(key: &str) -> String {
     if !key.is_empty()
         && key
@@ -68,45 +53,21 @@ pub(super) fn key_segment(key: &str) -> String {
     }
 }
 
+/// `path.key`, or `key` at the top of the document.
+pub(super) fn join_key(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key_segment(key)
+    } else {
+        format!("{path}.{}", key_segment(key))
+    }
+}
+
 pub(super) fn no_kernels_message(found: &str) -> String {
     format!(
         "{found}; add at least one [[{ROOT}.kernel]] entry, e.g. name = \"my_kernel\", \
          op = \"spmv\", value = \"f32\", pattern = {{ kind = \"stencil\", grid = [1024, 1024], \
          points = 5 }}"
     )
-}
-
-/// Walks `package.metadata.sparserl`, reporting a missing or mistyped level.
-pub(super) fn find_root<'a>(cx: &Cx<'_>, doc: &'a Table) -> Result<&'a Table, DescriptorError> {
-    let mut table = doc;
-    let mut path = String::new();
-    for seg in ["package", "metadata", "sparserl"] {
-        if !path.is_empty() {
-            path.push('.');
-        }
-        path.push_str(seg);
-        match table.get(seg) {
-            Some(Value::Table(t)) => table = t,
-            Some(other) => {
-                return Err(cx.err(
-                    &path,
-                    format!("found {}, expected a table", found_typed(other)),
-                ));
-            }
-            None => {
-                return Err(cx.err(
-                    ROOT,
-                    format!(
-                        "no SparseRL descriptor: add a [{ROOT}] table (optional keys: arch, \
-                         budget-seconds) and at least one [[{ROOT}.kernel]] entry, e.g. \
-                         name = \"my_kernel\", op = \"spmv\", value = \"f32\", \
-                         pattern = {{ kind = \"stencil\", grid = [1024, 1024], points = 5 }}"
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(table)
 }
 
 /// A value as written: strings quoted, numbers bare, containers by type.
