@@ -284,13 +284,18 @@ fn main() -> ExitCode {
     };
     println!("\nGPU: {} ({})", gpu.name(), gpu.arch());
     for spec in kernels::ALL_KERNELS {
-        println!(
-            "kernel {:<10} loads the {}",
-            spec.name,
-            spec.images_for(gpu.compute_capability())
-                .map(|(image, _)| image.describe())
-                .unwrap_or_else(|| "source (compiled with NVRTC at first use)".to_string())
-        );
+        match spec.images_for(gpu.compute_capability()) {
+            Some((image, _)) => println!("kernel {:<10} loads the {}", spec.name, image.describe()),
+            None if spec.ptx_by_arch.is_empty() => println!(
+                "kernel {:<10} has no compiled image: its CUDA source is compiled at first use \
+                 (with the `jit` feature of sparserl-rt)",
+                spec.name
+            ),
+            None => println!(
+                "kernel {:<10} has no image for this device: every embedded architecture is newer",
+                spec.name
+            ),
+        }
     }
     let mut failed = false;
     for (name, f) in [
