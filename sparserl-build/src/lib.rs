@@ -54,18 +54,25 @@
 #![warn(missing_docs)]
 
 // The API of a build script: `build`, `Builder`, the lock file, the
-// descriptor and their errors (re-exported below). The modules stay public
-// for the repository's own tools (benchmarks, retune, checks) but are not
-// part of that API; the cache is private.
+// descriptor and their errors (re-exported below). The other modules stay
+// reachable for the repository's own tools (benchmarks, retune, checks) but
+// are hidden from the documentation and carry no stability promise; the
+// cache is private.
 pub mod builder;
 mod cache;
+#[doc(hidden)]
 pub mod codegen;
 pub mod descriptor;
+#[doc(hidden)]
 pub mod emit;
+#[doc(hidden)]
 pub mod entry;
+#[doc(hidden)]
 pub mod gpu;
+#[doc(hidden)]
 pub mod gpu_lock;
 pub mod lock;
+#[doc(hidden)]
 pub mod search;
 
 pub use builder::{
