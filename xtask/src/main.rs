@@ -14,6 +14,7 @@ mod demo;
 mod explain;
 mod gpu_check;
 mod policy;
+mod policy_classes;
 mod provision;
 mod ptxas;
 mod retune;
@@ -52,6 +53,8 @@ enum Cmd {
     Train(policy::TrainArgs),
     /// Evaluate the committed policy offline on its held-out H200 measurements.
     EvalPolicy(policy::EvalArgs),
+    /// Evaluate the committed policy per structure class over repeated benchmark runs (offline).
+    EvalClasses(policy_classes::Args),
     /// Whole iterations: CG and PageRank, ours vs cuSPARSE + cuBLAS.
     BenchApp(bench_app::Args),
     /// Check every fused-epilogue variant and CUDA-graph replay on a GPU.
@@ -74,6 +77,7 @@ fn main() -> Result<()> {
         Cmd::Explain(a) => explain::run(a),
         Cmd::Train(a) => policy::train(a),
         Cmd::EvalPolicy(a) => policy::eval(a),
+        Cmd::EvalClasses(a) => policy_classes::run(a),
         Cmd::VectorPtx(a) => vector_ptx::run(a),
         Cmd::BenchApp(a) => bench_app::run(a),
         Cmd::FusedCheck(a) => bench_app::check::command(a),

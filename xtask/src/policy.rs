@@ -214,7 +214,7 @@ struct CusparseCmp {
     zero_shot_bench_gbs: Option<f64>,
 }
 
-fn sha256_file(p: &Path) -> Result<String> {
+pub(crate) fn sha256_file(p: &Path) -> Result<String> {
     let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
     Ok(Sha256::digest(&bytes)
         .iter()
@@ -224,7 +224,7 @@ fn sha256_file(p: &Path) -> Result<String> {
 
 /// Measured GB/s of `v` on `rec` (canonical match); `None` when not
 /// measured or incorrect.
-fn measured(ds: &Dataset, rec: &MatrixRecord, v: &Variant) -> Option<f64> {
+pub(crate) fn measured(ds: &Dataset, rec: &MatrixRecord, v: &Variant) -> Option<f64> {
     let c = v.canonical();
     rec.results
         .iter()
@@ -233,7 +233,7 @@ fn measured(ds: &Dataset, rec: &MatrixRecord, v: &Variant) -> Option<f64> {
         .map(|r| r.1)
 }
 
-fn oracle_variant(ds: &Dataset, rec: &MatrixRecord) -> String {
+pub(crate) fn oracle_variant(ds: &Dataset, rec: &MatrixRecord) -> String {
     rec.results
         .iter()
         .filter(|r| r.3)
@@ -248,7 +248,7 @@ fn oracle_variant(ds: &Dataset, rec: &MatrixRecord) -> String {
 /// [`LAYOUT_AFTER`] of them (`sparserl_build::search`), the layout ones only
 /// where the record's matrix has the layout (the sweeps measure a layout
 /// variant exactly where it applies).
-fn search_order(ds: &Dataset, rec: &MatrixRecord, props: &[Proposal]) -> Vec<Variant> {
+pub(crate) fn search_order(ds: &Dataset, rec: &MatrixRecord, props: &[Proposal]) -> Vec<Variant> {
     let policy: Vec<Variant> = props.iter().map(|p| p.variant).collect();
     let in_record = |v: &Variant| {
         let c = v.canonical();
