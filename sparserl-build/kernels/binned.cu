@@ -24,6 +24,9 @@
 // Launches on one matrix must not overlap (the runtime launches on the stream
 // the matrix was uploaded on).
 
+#include "common.cuh"
+#include "epilogue.cuh"
+
 #if LANES < 2 || LANES > 32 || (LANES & (LANES - 1)) != 0
 #error "LANES must be a power of two in 2..=32"
 #endif

@@ -1,8 +1,14 @@
 // ---- common.cuh: shared helpers of every SparseRL SpMV kernel ----
 //
 // Expects the generator to have defined: T (float or double), BLOCK, LANES,
-// ITEMS, UNROLL, MIN_BLOCKS, SPARSERL_LDG_X, SPARSERL_STREAM_Y and ENTRY.
-// Nothing is included: NVRTC compiles the composed text as one translation unit.
+// ITEMS, UNROLL, MIN_BLOCKS, SPARSERL_LDG_X, SPARSERL_STREAM_Y and ENTRY (a
+// test compiles every fragment on its own with these given as -D options).
+// Every strategy fragment includes this header (and epilogue.cuh where it
+// stores y through the epilogue); the generator inlines the includes, so
+// NVRTC compiles one self-contained translation unit per module.
+
+#ifndef SPARSERL_COMMON_CUH
+#define SPARSERL_COMMON_CUH
 
 #if !defined(T) || !defined(BLOCK) || !defined(LANES) || !defined(ITEMS) || \
     !defined(UNROLL) || !defined(MIN_BLOCKS) || !defined(SPARSERL_LDG_X) ||  \
@@ -124,5 +130,7 @@ __device__ __forceinline__ ACC row_dot(const I* __restrict__ ind, const T* __res
     }
     return acc[0];
 }
+
+#endif  // SPARSERL_COMMON_CUH
 
 // ---- end common.cuh ----

@@ -10,6 +10,9 @@
 // a padding zero. The diagonal loop is unrolled UNROLL times with independent
 // accumulators, the last group predicated.
 
+#include "common.cuh"
+#include "epilogue.cuh"
+
 #define SPARSERL_MAX_DIAGONALS 64
 
 extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(

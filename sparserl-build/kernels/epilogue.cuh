@@ -1,7 +1,8 @@
 // ---- epilogue.cuh: what a kernel does with each finished y[row] ----
 //
-// The generator includes this fragment once per entry point, after setting
-// SPARSERL_EPILOGUE for that entry:
+// Every fragment that stores y through store_y includes this header; the
+// generator inlines it once per entry point, after setting SPARSERL_EPILOGUE
+// for that entry:
 //
 //   0  plain:     y[r] = (A x)[r]
 //   1  axpby:     y[r] = alpha (A x)[r] + beta y[r] + gamma
@@ -38,6 +39,8 @@
 // destructor runs when the thread leaves the kernel, early returns included,
 // and adds the thread's dot partial: summed over the warp with shuffles when
 // the whole warp is present, else one atomic per thread.
+
+#include "common.cuh"
 
 #ifndef SPARSERL_EPILOGUE_HELPERS
 #define SPARSERL_EPILOGUE_HELPERS

@@ -6,6 +6,9 @@
 // this fragment: each index is then the 16-bit offset col - row. Both macros
 // are undefined at the end, so every entry of a module states its own.
 
+#include "common.cuh"
+#include "epilogue.cuh"
+
 #ifndef SPARSERL_GROUP_INDEX_T
 #define SPARSERL_GROUP_INDEX_T int
 #define SPARSERL_GROUP_BASE(row) 0

@@ -4,7 +4,9 @@
 // the common ABI: `indices` holds, per nonzero, the 16-bit signed offset
 // col - row instead of the 32-bit column, so a nonzero costs 2 index bytes
 // instead of 4 (values and row pointers are the CSR ones). The kernel is
-// group_per_row.cu's, which the generator appends to this prelude.
+// group_per_row.cu's, instantiated over these offsets.
 
 #define SPARSERL_GROUP_INDEX_T short
 #define SPARSERL_GROUP_BASE(row) (row)
+
+#include "group_per_row.cu"

@@ -14,6 +14,8 @@
 // thread, which also keeps long rows accurate. y must be zeroed before the
 // launch (rows without nonzeros are never written).
 
+#include "common.cuh"
+
 #if ITEMS < 1 || ITEMS > 16
 #error "ITEMS must be in 1..=16"
 #endif

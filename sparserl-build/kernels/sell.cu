@@ -8,6 +8,9 @@
 // appended `meta` = [row_of[slots], slot_len[slots]]. Each thread walks its
 // own row's length, so the padding is never read.
 
+#include "common.cuh"
+#include "epilogue.cuh"
+
 #ifndef SPARSERL_SELL_C
 #define SPARSERL_SELL_C 32
 #endif

@@ -1,5 +1,8 @@
 // ---- thread_per_row.cu: CSR SpMV, one thread per row ----
 
+#include "common.cuh"
+#include "epilogue.cuh"
+
 extern "C" __global__ void SPARSERL_LAUNCH_BOUNDS ENTRY(
     const int rows, const int cols, const int nnz, const int* __restrict__ indptr,
     const int* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x,

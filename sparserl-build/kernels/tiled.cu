@@ -25,6 +25,9 @@
 // With SPARSERL_STREAM_Y the matrix arrays are also loaded with streaming
 // (evict-first) loads.
 
+#include "common.cuh"
+#include "epilogue.cuh"
+
 #define SPARSERL_TILE 1024
 
 // Register budget: 32 registers per thread, so that 2048 threads (full

@@ -117,19 +117,43 @@ pub fn entry_name(variant: &Variant, value: ValueType) -> String {
     format!("sparserl_spmv_{id}_{}", value.as_str())
 }
 
-/// The fragments of a strategy's kernel, in order: narrow is a prelude that
-/// sets group-per-row's index type.
-fn strategy_fragments(s: Strategy) -> &'static [&'static str] {
+/// The fragment of a strategy's kernel (narrow's includes group-per-row's).
+fn strategy_fragment(s: Strategy) -> &'static str {
     match s {
-        Strategy::ThreadPerRow => &[THREAD_PER_ROW],
-        Strategy::GroupPerRow => &[GROUP_PER_ROW],
-        Strategy::BlockPerRow => &[BLOCK_PER_ROW],
-        Strategy::NnzSplit => &[NNZ_SPLIT],
-        Strategy::Diagonal => &[DIAGONAL],
-        Strategy::Binned => &[BINNED],
-        Strategy::Tiled => &[TILED],
-        Strategy::Narrow => &[NARROW, GROUP_PER_ROW],
-        Strategy::Sell => &[SELL],
+        Strategy::ThreadPerRow => THREAD_PER_ROW,
+        Strategy::GroupPerRow => GROUP_PER_ROW,
+        Strategy::BlockPerRow => BLOCK_PER_ROW,
+        Strategy::NnzSplit => NNZ_SPLIT,
+        Strategy::Diagonal => DIAGONAL,
+        Strategy::Binned => BINNED,
+        Strategy::Tiled => TILED,
+        Strategy::Narrow => NARROW,
+        Strategy::Sell => SELL,
+    }
+}
+
+/// Appends `text` to `s` with every `#include "name"` line of a fragment
+/// replaced by that fragment, expanded the same way: `common.cuh` once per
+/// translation unit (it is guarded anyway), any other fragment at each
+/// include (`epilogue.cuh` is read once per entry point, with that entry's
+/// `SPARSERL_EPILOGUE`). Other lines are copied as they are.
+fn push_expanded(s: &mut String, text: &str, common_done: &mut bool) {
+    for line in text.lines() {
+        let included = line
+            .strip_prefix("#include \"")
+            .and_then(|rest| rest.strip_suffix('"'))
+            .and_then(|name| FRAGMENTS.iter().find(|(n, _)| *n == name));
+        match included {
+            Some(&(name, _)) if name == "common.cuh" && *common_done => {}
+            Some(&(name, fragment)) => {
+                *common_done |= name == "common.cuh";
+                push_expanded(s, fragment, common_done);
+            }
+            None => {
+                s.push_str(line);
+                s.push('\n');
+            }
+        }
     }
 }
 
@@ -189,13 +213,6 @@ fn section_defines(s: &mut String, v: &Variant, entry: &str, ep: Option<Epilogue
     );
 }
 
-fn push_text(s: &mut String, text: &str) {
-    s.push_str(text);
-    if !text.ends_with('\n') {
-        s.push('\n');
-    }
-}
-
 /// One translation unit holding an entry per section. The sections share
 /// the defines that `common.cuh` reads when it is compiled (value type,
 /// block size, x-load and y-store knobs); the others are redefined per entry.
@@ -229,6 +246,7 @@ fn compose(
         .collect();
 
     let mut s = String::with_capacity(COMMON.len() + EPILOGUE.len() + 4096);
+    let mut common_done = false;
     // `write!` into a String cannot fail.
     let _ = writeln!(s, "// SparseRL generated SpMV kernel. Do not edit.");
     let _ = writeln!(s, "// variant: {}", v.id());
@@ -255,16 +273,8 @@ fn compose(
             }
         }
         section_defines(&mut s, sv, entry, *ep);
-        if k == 0 {
-            let _ = writeln!(s);
-            push_text(&mut s, COMMON);
-        }
         s.push('\n');
-        push_text(&mut s, EPILOGUE);
-        s.push('\n');
-        for fragment in strategy_fragments(sv.strategy) {
-            push_text(&mut s, fragment);
-        }
+        push_expanded(&mut s, strategy_fragment(sv.strategy), &mut common_done);
     }
     let fused = sections
         .iter()
@@ -295,6 +305,34 @@ mod tests {
         }
         assert_eq!(generator_fingerprint(), generator_fingerprint());
         assert!(generator_fingerprint().starts_with(GENERATOR_VERSION));
+    }
+
+    #[test]
+    fn generated_sources_inline_every_include_once() {
+        for v in sparserl_rt::full_space() {
+            for t in ValueType::ALL {
+                let k = generate_with(&v, t, &Epilogue::ALL).unwrap();
+                assert!(!k.source.contains("#include"), "{}", v.id());
+                assert_eq!(
+                    k.source.matches("#define SPARSERL_COMMON_CUH").count(),
+                    1,
+                    "{}",
+                    v.id()
+                );
+                let entries = 1 + k.fused.len();
+                // Every entry but nnz-split's reads epilogue.cuh once.
+                let epilogues = k
+                    .source
+                    .matches("#error \"SPARSERL_EPILOGUE must be 0..=3\"")
+                    .count();
+                let expected = if v.strategy == Strategy::NnzSplit {
+                    0
+                } else {
+                    entries
+                };
+                assert_eq!(epilogues, expected, "{}", v.id());
+            }
+        }
     }
 
     #[test]
