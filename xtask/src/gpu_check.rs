@@ -7,7 +7,7 @@
 //! than 65536). Each check uses a fresh random `x`, poisons `y` with NaN and
 //! compares with the float64 CPU reference ([`Bench::check`]); a variant
 //! passes on a matrix when every check is finite and within
-//! [`tolerance`]. Then `compute-sanitizer` (memcheck and racecheck) runs one
+//! [`tolerance`]. Then `compute-sanitizer` (memcheck, racecheck and initcheck) runs one
 //! launch of each variant on five small edge cases, by re-invoking this
 //! executable with the hidden `--sanitizer-pass` flag.
 //!
@@ -79,7 +79,7 @@ pub struct Args {
     /// Checks per (value type, matrix, variant), each with a fresh random x.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
     checks: u32,
-    /// Skip the compute-sanitizer memcheck and racecheck runs.
+    /// Skip the compute-sanitizer memcheck, racecheck and initcheck runs.
     #[arg(long)]
     no_sanitizer: bool,
     /// Time limit of each compute-sanitizer run, in seconds.
@@ -93,6 +93,11 @@ pub struct Args {
     #[arg(long, hide = true, value_name = "DIR")]
     ptx_dir: Option<PathBuf>,
 }
+
+/// The compute-sanitizer tools run over every variant on the edge cases:
+/// out-of-bounds and misaligned accesses, shared-memory races, reads of
+/// uninitialised device memory.
+const SANITIZER_TOOLS: [&str; 3] = ["memcheck", "racecheck", "initcheck"];
 
 /// Line the sanitizer pass prints when it got through every launch.
 const PASS_DONE: &str = "sanitizer pass: done";
@@ -699,11 +704,11 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let sanitizer = if aborted.is_some() {
-        ["memcheck", "racecheck"]
+        SANITIZER_TOOLS
             .map(|t| SanitizerResult::not_run(t, "the check was aborted"))
             .to_vec()
     } else if args.no_sanitizer {
-        ["memcheck", "racecheck"]
+        SANITIZER_TOOLS
             .map(|t| SanitizerResult::not_run(t, "--no-sanitizer"))
             .to_vec()
     } else if let Some(san) = find_on_path("compute-sanitizer") {
@@ -720,7 +725,7 @@ pub fn run(args: Args) -> Result<()> {
             child_args.push(d.to_string_lossy().into_owned());
         }
         let timeout = Duration::from_secs(args.sanitizer_timeout.max(1));
-        ["memcheck", "racecheck"]
+        SANITIZER_TOOLS
             .iter()
             .map(|tool| {
                 println!(
@@ -738,7 +743,7 @@ pub fn run(args: Args) -> Result<()> {
             })
             .collect()
     } else {
-        ["memcheck", "racecheck"]
+        SANITIZER_TOOLS
             .map(|t| SanitizerResult::not_run(t, "compute-sanitizer not found"))
             .to_vec()
     };
