@@ -52,7 +52,7 @@ use sparserl_policies::dataset::{Dataset, MatrixRecord as DatasetMatrix};
 use sparserl_rt::measure::{time_back_to_back, time_graph, time_launches};
 
 mod args;
-mod gather;
+pub(crate) mod gather;
 mod irregular;
 mod precompile;
 mod render;

@@ -113,9 +113,27 @@ fn function<T: Scalar>(gpu: &Gpu, load: Load) -> Result<CudaFunction> {
 /// faster median as GB/s of the matrix's compulsory CSR bytes, and its
 /// flavour; `None` for a matrix without nonzeros.
 fn measure<T: Scalar>(ctx: &Ctx, bench: &Bench<T>) -> Result<Option<(f64, Load)>> {
-    let (a, copies) = (bench.device_csr(), bench.copies());
-    let bytes = bench.csr().compulsory_bytes(T::TYPE.size()) as f64;
-    let gpu = ctx.tuner.gpu();
+    floor_gbs(
+        ctx.tuner.gpu(),
+        bench.device_csr(),
+        bench.csr(),
+        bench.copies(),
+        ctx.reps,
+    )
+}
+
+/// The gather floor of `a` (the upload of `csr` on `gpu`), timed as
+/// [`measure`] describes with `copies` rotated `x`/`y` buffers and `reps`
+/// samples: the faster flavour's GB/s of `csr`'s compulsory bytes and the
+/// flavour; `None` for a matrix without nonzeros. Also used by `bench-app`.
+pub(crate) fn floor_gbs<T: Scalar>(
+    gpu: &Gpu,
+    a: &sparserl_rt::DeviceCsr<T>,
+    csr: &Csr,
+    copies: usize,
+    reps: u32,
+) -> Result<Option<(f64, Load)>> {
+    let bytes = csr.compulsory_bytes(T::TYPE.size()) as f64;
     a.check_gpu(gpu)?;
     if a.nnz() == 0 || a.rows() == 0 {
         return Ok(None);
@@ -169,7 +187,7 @@ fn measure<T: Scalar>(ctx: &Ctx, bench: &Bench<T>) -> Result<Option<(f64, Load)>
                 unsafe { b.launch(cfg) }?;
                 Ok(())
             };
-            let times = time_launches::<anyhow::Error>(gpu, &mut launch, 5, ctx.reps, 2.0)?;
+            let times = time_launches::<anyhow::Error>(gpu, &mut launch, 5, reps, 2.0)?;
             if let Some(m) = median(&times) {
                 let gbs = bytes / (m * 1e3);
                 if best.is_none_or(|b| gbs > b.0) {

@@ -122,6 +122,10 @@ struct PrCase {
     /// solver converts its vectors once and iterates in that order.
     #[serde(default)]
     reorder_host_seconds: Option<f64>,
+    /// The gather floor of one SpMV of the matrix in its given order (the
+    /// microbenchmark of `xtask bench`), microseconds; null when not measured.
+    #[serde(default)]
+    gather_floor_spmv_us: Option<f64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -406,6 +410,7 @@ fn pr_case(
     let v = app_vendor::run_pagerank(gpu, m, &dangling, 0.85, rep.iterations, 10)?;
     let vendor_l1 = l1(&v.x);
     let floor_bytes = dm.total_device_bytes() + 4 * n * 4;
+    let gather_floor_spmv_us = gather_floor_us(gpu, m);
     eprintln!(
         "  ours {ours_us:.1} us/iter, vendor graph {:.1}, textbook {:.1}; L1 {ours_l1:.2e} vs {vendor_l1:.2e}",
         v.graph_us_per_iter, v.textbook_us_per_iter
@@ -429,7 +434,23 @@ fn pr_case(
         vendor_device_bytes: v.device_bytes,
         floor_us_per_iter: floor_bytes as f64 / (copy_gbs * 1e3),
         reorder_host_seconds: dm.reorder_cost().map(|d| d.as_secs_f64()),
+        gather_floor_spmv_us,
     })
+}
+
+/// The gather floor of one SpMV of `m` (f32, given order) in microseconds;
+/// `None`, with a message, when it could not be measured.
+fn gather_floor_us(gpu: &Gpu, m: &Csr) -> Option<f64> {
+    let measured = sparserl_rt::DeviceCsr::<f32>::upload(gpu, m)
+        .map_err(anyhow::Error::from)
+        .and_then(|a| crate::bench::gather::floor_gbs(gpu, &a, m, 2, 30));
+    match measured {
+        Ok(floor) => floor.map(|(gbs, _)| m.compulsory_bytes(4) as f64 / (gbs * 1e3)),
+        Err(e) => {
+            eprintln!("  gather floor not measured: {e:#}");
+            None
+        }
+    }
 }
 
 fn markdown(r: &Report) -> String {
@@ -484,6 +505,25 @@ fn markdown(r: &Report) -> String {
             c.vendor_l1_vs_cpu,
             c.ours_matrix_bytes as f64 / 1e6,
             c.vendor_device_bytes as f64 / 1e6
+        );
+    }
+    let floors: Vec<String> = r
+        .pagerank
+        .iter()
+        .filter_map(|c| {
+            let f = c.gather_floor_spmv_us?;
+            Some(format!(
+                "{} {f:.1} us (our SpMV in its stored order {:.2}x of it)",
+                c.name,
+                c.t.spmv_us / f
+            ))
+        })
+        .collect();
+    if !floors.is_empty() {
+        s += &format!(
+            "\nGather floor of one SpMV in the given order (the microbenchmark of `xtask bench`: \
+             the traffic of a perfectly balanced CSR SpMV with no row structure): {}.\n",
+            floors.join("; ")
         );
     }
     if let Some(f) = &r.fused_check {
