@@ -8,6 +8,8 @@
 pub mod check;
 pub mod kernel;
 mod plot;
+#[cfg(test)]
+mod tests;
 
 use crate::app_vendor;
 use anyhow::{Context, Result};
