@@ -443,7 +443,8 @@ fn pr_case(
 /// The gather floor of one SpMV of `m` (f32, given order) in microseconds;
 /// `None`, with a message, when it could not be measured.
 fn gather_floor_us(gpu: &Gpu, m: &Csr) -> Option<f64> {
-    let measured = sparserl_rt::DeviceCsr::<f32>::upload(gpu, m)
+    // The CSR arrays alone: the microbenchmark reads nothing else.
+    let measured = sparserl_rt::DeviceCsr::<f32>::upload_with(gpu, m, sparserl_rt::Layouts::NONE)
         .map_err(anyhow::Error::from)
         .and_then(|a| crate::bench::gather::floor_gbs(gpu, &a, m, 2, 30));
     match measured {
