@@ -1,7 +1,8 @@
 // ---- tiled.cu: CSR SpMV over nonzero tiles (CSR-Stream) ----
 //
 // The matrix's tile layout (see sparserl_rt::tiled) cuts the nonzeros, in
-// order, into tiles of at most SPARSERL_TILE nonzeros; one block per tile
+// order, into tiles of at most SPARSERL_TILE nonzeros (a row longer than a
+// tile into pieces of up to sparserl_rt::tiled::PIECE); one block per tile
 // (grid-stride over tiles). Two extra parameters follow the common ABI:
 //
 //   meta:    int[2 + 3 n_tiles + 2 + 2 n_acc] =
@@ -16,8 +17,9 @@
 // shared memory with g lanes per row, g = pow2_floor(BLOCK / rows) clamped to
 // 1..=32, except that rows of more than 32 g products are listed in shared
 // memory and summed by a whole warp each afterwards; y is written once per
-// row, empty rows included. A piece of a long row: the
-// block reduces its products and adds them to the row's accumulator with one
+// row, empty rows included. A piece of a long row (several tiles long: it
+// needs no shared memory, and fewer pieces mean fewer block reductions and
+// atomics): the block reduces its products and adds them to the row's accumulator with one
 // double atomicAdd; the piece that finishes last (a fenced per-row ticket)
 // writes y and resets the accumulator and the counter, so y needs no zeroing
 // and every row of y is written exactly once. Launches on one matrix must not
@@ -42,6 +44,10 @@
 #define SPARSERL_TILED_BOUNDS __maxnreg__(32)
 #endif
 #define SPARSERL_TILE_STEPS ((SPARSERL_TILE + BLOCK - 1) / BLOCK)
+// Loads first, then gathers (SPARSERL_TILE_STEPS of each in flight per
+// thread) when that many fit the register budget; above 4 (blocks of 128) the
+// arrays would spill, and loads and gathers are interleaved instead.
+#define SPARSERL_TILED_MLP (SPARSERL_TILE_STEPS <= 4)
 
 // Loads of the matrix arrays: streaming (evict-first, each element is read
 // once per launch, which keeps x in the caches) when SPARSERL_STREAM_Y is 1.
@@ -88,14 +94,39 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
         if (acc >= 0) {
             // One piece of a long row: block reduction, then the row's accumulator.
             ACC s = ACC(0);
+            // A piece may be longer than a tile (it needs no shared memory):
+            // SPARSERL_TILE_STEPS loads in flight per trip.
+#if SPARSERL_TILED_MLP
+            int i = tid;
+            for (; i + (SPARSERL_TILE_STEPS - 1) * BLOCK < len; i += SPARSERL_TILE_STEPS * BLOCK) {
+                int c[SPARSERL_TILE_STEPS];
+                T a[SPARSERL_TILE_STEPS];
 #pragma unroll
-            for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
-                const int i = tid + j * BLOCK;
-                if (i < len) {
-                    s += (ACC)sparserl_load_matrix(values + k0 + i) *
-                         (ACC)load_x(x, sparserl_load_matrix(indices + k0 + i));
+                for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                    c[j] = sparserl_load_matrix(indices + k0 + i + j * BLOCK);
+                    a[j] = sparserl_load_matrix(values + k0 + i + j * BLOCK);
+                }
+#pragma unroll
+                for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                    s += (ACC)a[j] * (ACC)load_x(x, c[j]);
                 }
             }
+            for (; i < len; i += BLOCK) {
+                s += (ACC)sparserl_load_matrix(values + k0 + i) *
+                     (ACC)load_x(x, sparserl_load_matrix(indices + k0 + i));
+            }
+#else
+            for (int i0 = 0; i0 < len; i0 += SPARSERL_TILE_STEPS * BLOCK) {
+#pragma unroll
+                for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                    const int i = i0 + tid + j * BLOCK;
+                    if (i < len) {
+                        s += (ACC)sparserl_load_matrix(values + k0 + i) *
+                             (ACC)load_x(x, sparserl_load_matrix(indices + k0 + i));
+                    }
+                }
+            }
+#endif
             s = group_reduce<32>(s, SPARSERL_FULL_MASK);
             if (lane == 0) {
                 warp_sums[tid / 32] = s;
@@ -128,6 +159,29 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
             }
             const int r0 = tile_row[t];
             const int nr = tile_row[t + 1] - r0;
+#if SPARSERL_TILED_MLP
+            if (len > 0) {
+                // Every load first (clamped into the tile: in bounds, and a
+                // repeated address for the lanes past its end), then every
+                // gather: SPARSERL_TILE_STEPS gathers in flight per thread.
+                int c[SPARSERL_TILE_STEPS];
+                T a[SPARSERL_TILE_STEPS];
+#pragma unroll
+                for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                    const int i = min(tid + j * BLOCK, len - 1);
+                    c[j] = sparserl_load_matrix(indices + k0 + i);
+                    a[j] = sparserl_load_matrix(values + k0 + i);
+                }
+#pragma unroll
+                for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                    const int i = tid + j * BLOCK;
+                    const ACC p = (ACC)a[j] * (ACC)load_x(x, c[j]);
+                    if (i < len) {
+                        prod[i] = p;
+                    }
+                }
+            }
+#else
 #pragma unroll
             for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
                 const int i = tid + j * BLOCK;
@@ -136,6 +190,7 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
                          (ACC)load_x(x, sparserl_load_matrix(indices + k0 + i));
                 }
             }
+#endif
             __syncthreads();
             const int per = BLOCK / (nr > 0 ? nr : 1);
             const int g = per >= 32 ? 32 : (per <= 1 ? 1 : 1 << (31 - __clz(per)));

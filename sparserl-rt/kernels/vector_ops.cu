@@ -275,19 +275,13 @@ __device__ void cg_update_xp(int n, T* __restrict__ x, T* __restrict__ p,
     }
 }
 
-// Renumbering (see sparserl_rt::renumber): perm[i] is the original index of
-// position i of the renumbered order. gather: dst[i] = src[perm[i]] (into
-// the renumbered order); scatter: dst[perm[i]] = src[i] (back).
+// Renumbering (see sparserl_rt::renumber): dst[i] = src[perm[i]], with perm
+// the new-to-old permutation (into the renumbered order) or its inverse
+// (back into the user's numbering): coalesced writes both ways.
 template <typename T>
 __device__ void gather(int n, const int* __restrict__ perm, const T* __restrict__ src,
                        T* __restrict__ dst) {
     GRID_LOOP(i, n) { dst[i] = __ldg(src + perm[i]); }
-}
-
-template <typename T>
-__device__ void scatter(int n, const int* __restrict__ perm, const T* __restrict__ src,
-                        T* __restrict__ dst) {
-    GRID_LOOP(i, n) { dst[perm[i]] = src[i]; }
 }
 
 #define INSTANTIATE(T, S)                                                                        \
@@ -327,10 +321,6 @@ __device__ void scatter(int n, const int* __restrict__ perm, const T* __restrict
     extern "C" __global__ void __launch_bounds__(VB)                                             \
         sparserl_gather_##S(int n, const int* perm, const T* src, T* dst) {                      \
         gather<T>(n, perm, src, dst);                                                            \
-    }                                                                                            \
-    extern "C" __global__ void __launch_bounds__(VB)                                             \
-        sparserl_scatter_##S(int n, const int* perm, const T* src, T* dst) {                     \
-        scatter<T>(n, perm, src, dst);                                                           \
     }
 
 INSTANTIATE(float, f32)

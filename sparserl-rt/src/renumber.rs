@@ -7,7 +7,7 @@
 //!
 //! - **transparent** (`&DeviceCsr`, [`Numbering::User`]): `x` and `y` are in
 //!   the user's numbering; each launch gathers `x` into the stored order,
-//!   runs the kernel and scatters `y` back, all on the device, all queued on
+//!   runs the kernel and gathers `y` back (through the inverse permutation), all on the device, all queued on
 //!   the matrix's stream (the search times exactly this);
 //! - **permuted space** ([`DeviceCsr::internal`], [`Numbering::Internal`]):
 //!   `x` and `y` are already in the stored order, the kernel runs alone. An
@@ -93,10 +93,14 @@ impl<T: Scalar> Operand<T> for Internal<'_, T> {
 /// vectors a transparent launch runs through.
 pub(crate) struct DevicePerm<T: Scalar> {
     reorder: Reorder,
-    /// `new_to_old` as the kernels' `int`.
+    /// `new_to_old` as the kernels' `int`: gathers `x` into the stored order.
     perm: CudaSlice<i32>,
+    /// `old_to_new`: gathers `y` back into the user's numbering (a gather
+    /// through the inverse writes whole sectors; a scatter through `perm`
+    /// would write 4 or 8 bytes to a random sector per element).
+    inv: CudaSlice<i32>,
     /// Gathered `x`, kernel output `y`, gathered weights `w`; the mutex
-    /// keeps one launch's gather, kernel and scatter together when several
+    /// keeps one launch's gathers and kernel together when several
     /// threads enqueue on the matrix's stream.
     scratch: Mutex<Scratch<T>>,
     cost: Duration,
@@ -138,10 +142,12 @@ impl<T: Scalar> DevicePerm<T> {
     ) -> Result<Self, RtError> {
         let n = perm.len().max(1);
         let p: Vec<i32> = perm.new_to_old().iter().map(|&v| v as i32).collect();
+        let q: Vec<i32> = perm.old_to_new().iter().map(|&v| v as i32).collect();
         let stream = gpu.stream();
         Ok(DevicePerm {
             reorder,
             perm: stream.clone_htod(&p)?,
+            inv: stream.clone_htod(&q)?,
             scratch: Mutex::new(Scratch {
                 xs: stream.alloc_zeros::<T>(n)?,
                 ys: stream.alloc_zeros::<T>(n)?,
@@ -153,33 +159,31 @@ impl<T: Scalar> DevicePerm<T> {
 
     pub(crate) fn bytes(&self) -> usize {
         let s = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        self.perm.num_bytes() + s.xs.num_bytes() + s.ys.num_bytes() + s.ws.num_bytes()
+        self.perm.num_bytes()
+            + self.inv.num_bytes()
+            + s.xs.num_bytes()
+            + s.ys.num_bytes()
+            + s.ws.num_bytes()
     }
 }
 
-/// `dst[i] = src[perm[i]]` (`gather`) or `dst[perm[i]] = src[i]`, `n`
-/// elements, on `gpu`'s stream.
+/// `dst[i] = src[idx[i]]`, `n` elements, on `gpu`'s stream: with `perm`
+/// into the stored order, with `inv` back into the user's numbering.
 fn permute<T: Scalar>(
     gpu: &Gpu,
-    gather: bool,
-    perm: &CudaSlice<i32>,
+    idx: &CudaSlice<i32>,
     src: &CudaSlice<T>,
     dst: &mut CudaSlice<T>,
 ) -> Result<(), RtError> {
-    let n = ops::int_len(perm.len())?;
-    let names = if gather {
-        ["sparserl_gather_f32", "sparserl_gather_f64"]
-    } else {
-        ["sparserl_scatter_f32", "sparserl_scatter_f64"]
-    };
-    let f = ops::func::<T>(gpu, names)?;
+    let n = ops::int_len(idx.len())?;
+    let f = ops::func::<T>(gpu, ["sparserl_gather_f32", "sparserl_gather_f64"])?;
     let mut b = gpu.stream().launch_builder(&f);
-    b.arg(&n).arg(perm).arg(src).arg(dst);
+    b.arg(&n).arg(idx).arg(src).arg(dst);
     // SAFETY: (int n, const int* perm, const T* src, T* dst) as in
-    // vector_ops.cu. `perm` is a permutation of 0..n (built from a checked
-    // `Permutation`), and the callers pass `src` and `dst` of at least n
-    // elements, all buffers of the matrix's stream, which is `gpu`'s
-    // (checked by the callers).
+    // vector_ops.cu. `idx` is a permutation of 0..n (`perm` or its inverse,
+    // both built from a checked `Permutation`), and the callers pass `src`
+    // and `dst` of at least n elements, all buffers of the matrix's stream,
+    // which is `gpu`'s (checked by the callers).
     unsafe { b.launch(ops::config(gpu, n as usize)) }?;
     Ok(())
 }
@@ -197,7 +201,7 @@ pub(crate) struct EpLaunch<'a, T: Scalar> {
 
 /// Launches `kernel` (a function resolved from a generated spec for the
 /// variant, or vouched for by an `unsafe` caller) on `a` with vectors in
-/// `numbering`: around it the gathers and the scatter of a renumbered matrix
+/// `numbering`: around it the gathers of a renumbered matrix
 /// in the user's numbering. `x`, `y` and the epilogue's buffers belong to
 /// `gpu` (checked by the callers).
 pub(crate) fn launch<T: Scalar>(
@@ -224,16 +228,16 @@ pub(crate) fn launch<T: Scalar>(
     }
     let mut guard = p.scratch.lock().unwrap_or_else(|e| e.into_inner());
     let Scratch { xs, ys, ws } = &mut *guard;
-    permute(gpu, true, &p.perm, x, xs)?;
+    permute(gpu, &p.perm, x, xs)?;
     let ep = match ep {
         Some(e) => {
             if e.reads_y {
-                permute(gpu, true, &p.perm, y, ys)?;
+                permute(gpu, &p.perm, y, ys)?;
             }
             let w = if e.w_is_x {
                 &*xs
             } else {
-                permute(gpu, true, &p.perm, e.args.w, ws)?;
+                permute(gpu, &p.perm, e.args.w, ws)?;
                 &*ws
             };
             Some(EpArgs {
@@ -245,7 +249,7 @@ pub(crate) fn launch<T: Scalar>(
         None => None,
     };
     launch_variant_ep(gpu, func, variant, a, xs, ys, ep)?;
-    permute(gpu, false, &p.perm, ys, y)
+    permute(gpu, &p.inv, ys, y)
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -291,7 +295,7 @@ impl<T: Scalar> DeviceCsr<T> {
     fn convert(
         &self,
         gpu: &Gpu,
-        gather: bool,
+        to_internal: bool,
         v: &DeviceVec<T>,
         out: &mut DeviceVec<T>,
     ) -> Result<(), RtError> {
@@ -305,7 +309,10 @@ impl<T: Scalar> DeviceCsr<T> {
             out.len(),
         )?;
         match self.perm() {
-            Some(p) => permute(gpu, gather, &p.perm, v.as_slice(), out.as_mut_slice()),
+            Some(p) => {
+                let idx = if to_internal { &p.perm } else { &p.inv };
+                permute(gpu, idx, v.as_slice(), out.as_mut_slice())
+            }
             None => ops::copy(gpu, v, out),
         }
     }

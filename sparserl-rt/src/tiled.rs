@@ -6,8 +6,8 @@
 //! product `value * x[col]` of the tile with fully coalesced loads into shared
 //! memory, then sums the products of each row from shared memory with a group
 //! of lanes per row sized to the tile's row count. A tile normally holds whole
-//! rows; a row longer than [`TILE`] is cut into pieces of one tile each, whose
-//! block sums are combined through a per-row double accumulator (the last
+//! rows; a row longer than [`TILE`] is cut into pieces of up to [`PIECE`]
+//! nonzeros, whose block sums are combined through a per-row double accumulator (the last
 //! piece to finish writes the row).
 //!
 //! Rows are added to a tile greedily while the tile stays within [`TILE`]
@@ -28,12 +28,12 @@
 //!
 //! ```
 //! use sparserl_rt::{Csr, tiled};
-//! // Row 1 has 3000 nonzeros, the other rows one each.
+//! // Row 1 has 20000 nonzeros, the other rows one each.
 //! let mut t: Vec<(u32, u32, f64)> = (0..100).map(|r| (r, r, 1.0)).filter(|e| e.0 != 1).collect();
-//! t.extend((0..3000).map(|c| (1, c, 0.5)));
-//! let a = Csr::from_triplets(100, 3000, &t).unwrap();
+//! t.extend((0..20000).map(|c| (1, c, 0.5)));
+//! let a = Csr::from_triplets(100, 20000, &t).unwrap();
 //! let l = tiled::TiledLayout::build(&a);
-//! // Row 0, then row 1 in three pieces (1024 + 1024 + 952), then rows 2..100.
+//! // Row 0, then row 1 in three pieces (8192 + 8192 + 3616), then rows 2..100.
 //! assert_eq!(l.tiles(), 5);
 //! assert_eq!(l.acc_row, vec![1]);
 //! assert_eq!(l.acc_pieces, vec![3]);
@@ -43,6 +43,12 @@ use crate::csr::Csr;
 
 /// Most nonzeros of one tile (one block's shared-memory product buffer).
 pub const TILE: usize = 1024;
+
+/// Most nonzeros of one piece of a row longer than [`TILE`]. A piece needs
+/// no shared memory, so it can be longer than a tile: fewer block reductions
+/// and atomics per row (`docs/kernel-lab-h200.md`), while a row of a million
+/// nonzeros still spreads over about a hundred blocks.
+pub const PIECE: usize = 8192;
 
 /// Most rows of one tile.
 pub const TILE_ROWS: usize = 1024;
@@ -90,8 +96,8 @@ impl TiledLayout {
                 }
                 let acc = l.acc_row.len() as i32;
                 l.acc_row.push(r as i32);
-                l.acc_pieces.push(len.div_ceil(TILE) as i32);
-                for s in (start..end).step_by(TILE) {
+                l.acc_pieces.push(len.div_ceil(PIECE) as i32);
+                for s in (start..end).step_by(PIECE) {
                     l.tile_row.push(r as i32);
                     l.tile_nnz.push(s as i32);
                     l.tile_acc.push(acc);
@@ -159,14 +165,15 @@ mod tests {
             let (r0, r1) = (l.tile_row[t] as usize, l.tile_row[t + 1] as usize);
             let (k0, k1) = (l.tile_nnz[t] as usize, l.tile_nnz[t + 1] as usize);
             assert!(k1 > k0 || l.tile_acc[t] < 0, "piece tile {t} is empty");
-            assert!(k1 - k0 <= TILE, "tile {t} has {} nonzeros", k1 - k0);
             if l.tile_acc[t] >= 0 {
+                assert!(k1 - k0 <= PIECE, "piece {t} has {} nonzeros", k1 - k0);
                 let acc = l.tile_acc[t] as usize;
                 let r = l.acc_row[acc] as usize;
                 assert_eq!(r0, r);
                 assert!(k0 >= indptr[r] as usize && k1 <= indptr[r + 1] as usize);
                 pieces[acc] += 1;
             } else {
+                assert!(k1 - k0 <= TILE, "tile {t} has {} nonzeros", k1 - k0);
                 assert!(r1 > r0 && r1 - r0 <= TILE_ROWS, "tile {t}");
                 assert_eq!(k0, indptr[r0] as usize);
                 assert_eq!(k1, indptr[r1] as usize);

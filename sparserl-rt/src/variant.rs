@@ -180,7 +180,7 @@ pub struct Variant {
     /// The numbering the matrix is stored in on the device (square matrices;
     /// see [`crate::reorder`]). Not part of the kernel's code: a renumbered
     /// variant runs the same kernel on `P A Pᵀ`, and its `spmv` gathers `x`
-    /// and scatters `y` around it (both timed by the search). Omitted from
+    /// and gathers `y` back around it (both timed by the search). Omitted from
     /// lock files and ids when `none`.
     #[serde(default, skip_serializing_if = "Reorder::is_none")]
     pub reorder: Reorder,

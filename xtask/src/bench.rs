@@ -68,7 +68,7 @@ pub use report::*;
 pub use suite::*;
 use vendor::{run_cusparse, time_cusparse};
 
-fn median(xs: &[f64]) -> Option<f64> {
+pub(crate) fn median(xs: &[f64]) -> Option<f64> {
     sparserl_rt::measure::stats(xs).map(|s| s.median)
 }
 

@@ -13,6 +13,7 @@ mod cusparse;
 mod demo;
 mod explain;
 mod gpu_check;
+mod lab;
 mod policy;
 mod policy_classes;
 mod provision;
@@ -61,6 +62,9 @@ enum Cmd {
     FusedCheck(bench_app::check::Args),
     /// Register / stack / spill report of a generated kernel and its fused entries.
     Ptxas(ptxas::Args),
+    /// Time candidate kernel builds side by side (developer tool).
+    #[command(hide = true)]
+    KernelLab(lab::Args),
     /// Compile sparserl-rt's vector kernels to the PTX the runtime embeds.
     VectorPtx(vector_ptx::Args),
 }
@@ -82,5 +86,6 @@ fn main() -> Result<()> {
         Cmd::BenchApp(a) => bench_app::run(a),
         Cmd::FusedCheck(a) => bench_app::check::command(a),
         Cmd::Ptxas(a) => ptxas::run(a),
+        Cmd::KernelLab(a) => lab::run(a),
     }
 }

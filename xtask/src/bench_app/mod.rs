@@ -316,7 +316,7 @@ fn cg_case<T: Scalar>(
 
 /// The column-stochastic link matrix of a graph: nonzero (i, j) is a link
 /// j -> i, value 1 / outdeg(j).
-fn link_matrix(g: &Csr) -> Result<Csr> {
+pub(crate) fn link_matrix(g: &Csr) -> Result<Csr> {
     let mut outdeg = vec![0u32; g.cols()];
     for &j in g.indices() {
         outdeg[j as usize] += 1;

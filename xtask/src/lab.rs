@@ -1,0 +1,349 @@
+//! `cargo xtask kernel-lab`: a developer tool for kernel work. It times
+//! candidate builds of generated kernels (a variant plus extra `#define`s
+//! that the fragments read) side by side with cuSPARSE and the gather floor
+//! on chosen matrices in chosen orders, and the cost of the device
+//! permutations of a renumbered launch. It is not a benchmark: nothing it
+//! prints goes into a report; what it finds must be confirmed by
+//! `xtask bench`.
+//!
+//! A candidate is `label=variant-id` or `label=variant-id:NAME=V;NAME=V`
+//! (defines put before the generated source, e.g. to switch a code path of a
+//! fragment under study). Candidates whose label starts with `diag-` are
+//! diagnostics (e.g. a kernel with a phase switched off): timed without the
+//! reference check and never called correct.
+
+use crate::bench::irregular_suite;
+use crate::cusparse::{self, CusparseSpmv};
+use anyhow::{Context, Result, bail};
+use clap::Args as ClapArgs;
+use cudarc::driver::{CudaFunction, PushKernelArg};
+use sparserl_rt::measure::time_launches;
+use sparserl_rt::reorder::Reorder;
+use sparserl_rt::{Bench, Csr, Gpu, MeasureOptions, ValueType, Variant, full_space};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Arguments of `cargo xtask kernel-lab`.
+#[derive(ClapArgs)]
+pub struct Args {
+    /// Matrices: names of the irregular suite, or `power-law-1M` (the
+    /// PageRank link matrix of bench-app).
+    #[arg(long, value_delimiter = ',', default_value = "rmat-s20,power-law-1M")]
+    pub matrices: Vec<String>,
+    /// Orders to run each matrix in: none, rcm, degree.
+    #[arg(long, value_delimiter = ',', default_value = "degree")]
+    pub orders: Vec<String>,
+    /// Candidates (see the module docs).
+    #[arg(long = "candidate")]
+    pub candidates: Vec<String>,
+    /// Timed repetitions per candidate.
+    #[arg(long, default_value_t = 30)]
+    pub reps: u32,
+    /// Also time the device permutations of a renumbered launch on a
+    /// random permutation of this many elements (0: skip).
+    #[arg(long, default_value_t = 0)]
+    pub perm_n: usize,
+    /// Where to write the text report (also printed).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+struct Candidate {
+    label: String,
+    variant: Variant,
+    defines: Vec<(String, String)>,
+    diagnostic: bool,
+}
+
+fn parse_candidate(s: &str) -> Result<Candidate> {
+    let (label, rest) = s
+        .split_once('=')
+        .with_context(|| format!("candidate `{s}`: expected label=variant[:NAME=V;...]"))?;
+    let (id, defs) = rest.split_once(':').unwrap_or((rest, ""));
+    let variant = full_space()
+        .into_iter()
+        .find(|v| v.id() == id)
+        .with_context(|| {
+            let strategy = id.split('.').next().unwrap_or("");
+            let near: Vec<String> = full_space()
+                .iter()
+                .map(|v| v.id())
+                .filter(|v| v.starts_with(strategy))
+                .collect();
+            format!(
+                "candidate `{s}`: no variant `{id}` in the design space; {strategy}: {}",
+                near.join(" ")
+            )
+        })?;
+    let mut defines = Vec::new();
+    for d in defs.split(';').filter(|d| !d.is_empty()) {
+        let (k, v) = d
+            .split_once('=')
+            .with_context(|| format!("candidate `{s}`: define `{d}` is not NAME=V"))?;
+        defines.push((k.to_string(), v.to_string()));
+    }
+    Ok(Candidate {
+        label: label.to_string(),
+        variant,
+        defines,
+        diagnostic: label.starts_with("diag-"),
+    })
+}
+
+fn build_matrix(name: &str) -> Result<Csr> {
+    if name == "power-law-1M" {
+        return crate::bench_app::link_matrix(&sparserl_rt::synth::power_law(
+            1_000_000, 16.0, 2.1, 7,
+        )?);
+    }
+    if let Some(s) = irregular_suite(false).into_iter().find(|s| s.name == name) {
+        return s.build(1);
+    }
+    match crate::bench::large_suite(false)
+        .into_iter()
+        .find(|s| s.name == name)
+    {
+        Some(s) => s.build(1),
+        None => bail!("unknown matrix `{name}`"),
+    }
+}
+
+/// Compiles `c` with its defines under an entry name of its own.
+fn compile(gpu: &Gpu, c: &Candidate, idx: usize) -> Result<CudaFunction> {
+    let src = sparserl_build::codegen::generate(&c.variant, ValueType::F32)?;
+    let entry = format!("{}_lab{idx}", src.entry);
+    let mut text = String::new();
+    for (k, v) in &c.defines {
+        let _ = writeln!(text, "#define {k} {v}");
+    }
+    text.push_str(&src.source.replace(&src.entry, &entry));
+    let arch = gpu.arch();
+    let opts: Vec<String> = sparserl_build::builder::COMPILE_OPTIONS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    Ok(gpu.function_or_load(&entry, || {
+        sparserl_rt::nvrtc::compile_ptx(&text, &arch, &opts)
+            .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
+    })?)
+}
+
+/// Runs the lab.
+pub fn run(args: Args) -> Result<()> {
+    let cands: Vec<Candidate> = args
+        .candidates
+        .iter()
+        .map(|s| parse_candidate(s))
+        .collect::<Result<_>>()?;
+    let gpu = Gpu::new(0).context("opening the GPU")?;
+    let mut out = String::new();
+    let _ = writeln!(out, "GPU {}", gpu.name());
+    let opts = MeasureOptions {
+        reps: args.reps,
+        ..MeasureOptions::default()
+    };
+    for name in args.matrices.iter().filter(|n| !n.is_empty()) {
+        let base = build_matrix(name)?;
+        for order in &args.orders {
+            let reorder = Reorder::ALL
+                .into_iter()
+                .find(|r| r.as_str() == order)
+                .with_context(|| format!("unknown order `{order}` (none, rcm, degree)"))?;
+            let csr = match reorder.permutation(&base) {
+                Some(p) => p.apply(&base).context("the permutation does not fit")?,
+                None => base.clone(),
+            };
+            let bytes = csr.compulsory_bytes(4) as f64;
+            let ip = csr.indptr();
+            let long: Vec<usize> = (0..csr.rows())
+                .map(|r| (ip[r + 1] - ip[r]) as usize)
+                .filter(|&l| l > sparserl_rt::tiled::TILE)
+                .collect();
+            let _ = writeln!(
+                out,
+                "  rows over {} nonzeros: {} holding {:.1}% of the nonzeros, longest {}",
+                sparserl_rt::tiled::TILE,
+                long.len(),
+                100.0 * long.iter().sum::<usize>() as f64 / csr.nnz().max(1) as f64,
+                long.iter().max().unwrap_or(&0)
+            );
+            let bench = Bench::<f32>::new(&gpu, &csr)?;
+            let _ = writeln!(
+                out,
+                "\n{name} order {order}: {} rows, {} nnz, {:.1} MB compulsory",
+                csr.rows(),
+                csr.nnz(),
+                bytes / 1e6
+            );
+            if let Some((g, load)) =
+                crate::bench::gather::floor_gbs(&gpu, bench.device_csr(), &csr, bench.copies(), 20)?
+            {
+                let _ = writeln!(
+                    out,
+                    "  gather floor      {g:7.0} GB/s {:8.1} us ({})",
+                    bytes / g / 1e3,
+                    load.name()
+                );
+            }
+            cusparse_rows(&gpu, &bench, &csr, bytes, args.reps, &mut out)?;
+            for (i, c) in cands.iter().enumerate() {
+                let line = match candidate_row(&gpu, &bench, c, i, &opts, bytes) {
+                    Ok(l) => l,
+                    Err(e) => format!("error: {e:#}"),
+                };
+                let _ = writeln!(out, "  {:<18}{line}", c.label);
+            }
+            print!("{out}");
+            out.clear();
+        }
+    }
+    if args.perm_n > 0 {
+        perm_rows(&gpu, args.perm_n, args.reps, &mut out)?;
+        print!("{out}");
+    }
+    if let Some(p) = &args.out {
+        std::fs::write(p, &out)?;
+    }
+    Ok(())
+}
+
+fn candidate_row(
+    gpu: &Gpu,
+    bench: &Bench<f32>,
+    c: &Candidate,
+    idx: usize,
+    opts: &MeasureOptions,
+    bytes: f64,
+) -> Result<String> {
+    let f = compile(gpu, c, idx)?;
+    let v = c.variant.kernel();
+    if !c.diagnostic {
+        // SAFETY: `f` is the generated kernel of `v` for f32 (the defines
+        // only select between code paths of the same ABI).
+        let m = unsafe { bench.measure(&f, &v, opts) }?;
+        return Ok(if m.correct {
+            format!("{:7.0} GB/s {:8.1} us", m.gbs, m.median_us)
+        } else {
+            format!("FAILED {}", m.error.unwrap_or_default())
+        });
+    }
+    let a = bench.device_csr();
+    let stream = gpu.stream();
+    let x = stream.alloc_zeros::<f32>(a.cols().max(1))?;
+    let mut y = stream.alloc_zeros::<f32>(a.rows().max(1))?;
+    let times = time_launches::<anyhow::Error>(
+        gpu,
+        // SAFETY: as above; a diagnostic kernel reads and writes the same
+        // buffers as the full one and is never checked or used.
+        &mut || Ok(unsafe { sparserl_rt::launch_variant(gpu, &f, &v, a, &x, &mut y) }?),
+        5,
+        opts.reps,
+        2.0,
+    )?;
+    let m = crate::bench::median(&times).context("no samples")?;
+    Ok(format!(
+        "{:7.0} GB/s {:8.1} us (diagnostic, unchecked)",
+        bytes / m / 1e3,
+        m
+    ))
+}
+
+fn cusparse_rows(
+    gpu: &Gpu,
+    bench: &Bench<f32>,
+    csr: &Csr,
+    bytes: f64,
+    reps: u32,
+    out: &mut String,
+) -> Result<()> {
+    let x = vec![1.0f32; csr.cols()];
+    let mut cs = CusparseSpmv::new(gpu, bench.device_csr(), &x, bench.copies())?;
+    for alg in cusparse::ALGS {
+        cs.prepare(alg)?;
+        let times = time_launches::<anyhow::Error>(gpu, &mut || cs.launch_next(alg), 5, reps, 2.0)?;
+        if let Some(m) = crate::bench::median(&times) {
+            let _ = writeln!(
+                out,
+                "  cuSPARSE {:<9}{:7.0} GB/s {:8.1} us",
+                alg.name(),
+                bytes / m / 1e3,
+                m
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Gather into the stored order, the scatter back, and the scatter written
+/// as a gather through the inverse permutation, each after a 256 MB
+/// device copy that evicts L2 (as the SpMV between them does).
+const PERM_SRC: &str = r#"
+extern "C" __global__ void lab_gather(int n, const int* __restrict__ p, const float* __restrict__ s, float* __restrict__ d) {
+    for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < n; i += (long long)gridDim.x * 256) d[i] = __ldg(s + p[i]);
+}
+extern "C" __global__ void lab_scatter(int n, const int* __restrict__ p, const float* __restrict__ s, float* __restrict__ d) {
+    for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < n; i += (long long)gridDim.x * 256) d[p[i]] = s[i];
+}
+"#;
+
+fn perm_rows(gpu: &Gpu, n: usize, reps: u32, out: &mut String) -> Result<()> {
+    use rand::SeedableRng;
+    use rand::seq::SliceRandom;
+    let mut perm: Vec<i32> = (0..n as i32).collect();
+    perm.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(5));
+    let mut inv = vec![0i32; n];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p as usize] = i as i32;
+    }
+    let stream = gpu.stream();
+    let arch = gpu.arch();
+    let g = gpu.function_or_load("lab_gather", || {
+        sparserl_rt::nvrtc::compile_ptx(PERM_SRC, &arch, &[])
+            .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
+    })?;
+    let s = gpu.function_or_load("lab_scatter", || {
+        sparserl_rt::nvrtc::compile_ptx(PERM_SRC, &arch, &[])
+            .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
+    })?;
+    let dp = stream.clone_htod(&perm)?;
+    let di = stream.clone_htod(&inv)?;
+    let src = stream.clone_htod(&vec![1.0f32; n])?;
+    let mut dst = stream.alloc_zeros::<f32>(n)?;
+    let big = 64 << 20;
+    let ba = stream.alloc_zeros::<f32>(big)?;
+    let mut bb = stream.alloc_zeros::<f32>(big)?;
+    let ni = n as i32;
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: ((gpu.sm_count() * 8) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let _ = writeln!(out, "\npermutations of {n} f32 (each after a 256 MB copy)");
+    for (label, which) in [
+        ("copy only", 0),
+        ("gather", 1),
+        ("scatter", 2),
+        ("inverse gather", 3),
+    ] {
+        let mut launch = || -> Result<()> {
+            stream.memcpy_dtod(&ba, &mut bb)?;
+            let (f, p) = match which {
+                0 => return Ok(()),
+                1 => (&g, &dp),
+                2 => (&s, &dp),
+                _ => (&g, &di),
+            };
+            let mut b = stream.launch_builder(f);
+            b.arg(&ni).arg(p).arg(&src).arg(&mut dst);
+            // SAFETY: (int n, const int* p, const float* s, float* d), p a
+            // permutation of 0..n, s and d of n elements, all on `stream`.
+            unsafe { b.launch(cfg) }?;
+            Ok(())
+        };
+        let times = time_launches::<anyhow::Error>(gpu, &mut launch, 3, reps, 2.0)?;
+        if let Some(m) = crate::bench::median(&times) {
+            let _ = writeln!(out, "  {label:<16}{m:8.1} us");
+        }
+    }
+    Ok(())
+}
