@@ -228,8 +228,8 @@ pub(super) fn sanitizer_matrices() -> Result<Vec<TestMatrix>> {
             empty_rows_matrix(300, 300, SEED + 10)?,
         ),
         TestMatrix::edge(
-            "san-long-row-5000",
-            long_row_matrix(64, 20_000, 31, 5000, 4, SEED + 11)?,
+            "san-long-row-20000",
+            long_row_matrix(64, 40_000, 31, 20_000, 4, SEED + 11)?,
         ),
         TestMatrix::edge(
             "san-rect-300x70",
