@@ -8,14 +8,16 @@ use sparserl_rt::Csr;
 use sparserl_rt::reorder::Reorder;
 use sparserl_rt::{binned, dia, narrow, sell, tiled};
 
-/// A random CSR matrix: up to 40 x 40 (or one long row), up to 400 entries.
+/// A random CSR matrix: up to 40 x 40 with up to 400 entries, or up to 3
+/// rows of 24000 columns with up to 20000 entries.
 fn csr_strategy() -> impl Strategy<Value = Csr> {
     (1usize..40, 1usize..40, any::<bool>())
         .prop_flat_map(|(rows, cols, long)| {
             // Long: few wide rows, so that rows longer than a 1024-nonzero
-            // tile (cut into pieces) and binned long rows occur.
+            // tile, rows cut into several pieces of up to `tiled::PIECE`
+            // nonzeros, and binned long rows occur.
             let (rows, cols, max) = if long {
-                (rows.min(3), 3000, 2600)
+                (rows.min(3), 24_000, 20_000)
             } else {
                 (rows, cols, 400)
             };
@@ -103,7 +105,11 @@ proptest! {
         prop_assert_eq!(t.tile_row[n] as usize, csr.rows());
         for i in 0..n {
             prop_assert!(t.tile_nnz[i] <= t.tile_nnz[i + 1]);
-            prop_assert!(t.tile_nnz[i + 1] - t.tile_nnz[i] <= 1024);
+            let len = (t.tile_nnz[i + 1] - t.tile_nnz[i]) as usize;
+            // A tile of whole rows fits a block's shared memory; a piece of a
+            // long row may be longer.
+            let cap = if t.tile_acc[i] >= 0 { tiled::PIECE } else { tiled::TILE };
+            prop_assert!(len <= cap, "tile {} has {} nonzeros", i, len);
             prop_assert!(t.tile_row[i] <= t.tile_row[i + 1]);
         }
         // Every row cut into pieces is listed once, with its piece count.
