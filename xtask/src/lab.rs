@@ -60,21 +60,18 @@ fn parse_candidate(s: &str) -> Result<Candidate> {
         .split_once('=')
         .with_context(|| format!("candidate `{s}`: expected label=variant[:NAME=V;...]"))?;
     let (id, defs) = rest.split_once(':').unwrap_or((rest, ""));
-    let variant = full_space()
-        .into_iter()
-        .find(|v| v.id() == id)
-        .with_context(|| {
-            let strategy = id.split('.').next().unwrap_or("");
-            let near: Vec<String> = full_space()
-                .iter()
-                .map(|v| v.id())
-                .filter(|v| v.starts_with(strategy))
-                .collect();
-            format!(
-                "candidate `{s}`: no variant `{id}` in the design space; {strategy}: {}",
-                near.join(" ")
-            )
-        })?;
+    let variant = lookup(id).with_context(|| {
+        let strategy = id.split('.').next().unwrap_or("");
+        let near: Vec<String> = full_space()
+            .iter()
+            .map(|v| v.id())
+            .filter(|v| v.starts_with(strategy))
+            .collect();
+        format!(
+            "candidate `{s}`: no variant `{id}` in the design space; {strategy}: {}",
+            near.join(" ")
+        )
+    })?;
     let mut defines = Vec::new();
     for d in defs.split(';').filter(|d| !d.is_empty()) {
         let (k, v) = d
@@ -88,6 +85,34 @@ fn parse_candidate(s: &str) -> Result<Candidate> {
         defines,
         diagnostic: label.starts_with("diag-"),
     })
+}
+
+/// The variant of `id`: one of the design space, or one with the fine
+/// knobs the search refines (`.cs` streaming loads, `.mN` minimum blocks)
+/// appended to the id of one.
+fn lookup(id: &str) -> Option<Variant> {
+    let mut base = id;
+    let mut stream_y = false;
+    let mut min_blocks = 0;
+    loop {
+        if let Some(b) = base.strip_suffix(".cs") {
+            stream_y = true;
+            base = b;
+        } else if let Some((b, m)) = base.rsplit_once(".m")
+            && let Ok(n) = m.parse::<u32>()
+        {
+            min_blocks = n;
+            base = b;
+        } else {
+            break;
+        }
+    }
+    let mut v = full_space().into_iter().find(|v| v.id() == base)?;
+    v.stream_y |= stream_y;
+    if min_blocks > 0 {
+        v.min_blocks = min_blocks;
+    }
+    (v.id() == id).then_some(v)
 }
 
 fn build_matrix(name: &str) -> Result<Csr> {
