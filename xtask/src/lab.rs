@@ -322,14 +322,10 @@ fn perm_rows(gpu: &Gpu, n: usize, reps: u32, out: &mut String) -> Result<()> {
     }
     let stream = gpu.stream();
     let arch = gpu.arch();
-    let g = gpu.function_or_load("lab_gather", || {
-        sparserl_rt::nvrtc::compile_ptx(PERM_SRC, &arch, &[])
-            .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
-    })?;
-    let s = gpu.function_or_load("lab_scatter", || {
-        sparserl_rt::nvrtc::compile_ptx(PERM_SRC, &arch, &[])
-            .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
-    })?;
+    // One compilation; each entry is loaded from the same PTX.
+    let ptx = sparserl_rt::nvrtc::compile_ptx(PERM_SRC, &arch, &[])?;
+    let g = gpu.function_or_load("lab_gather", || Ok(ptx.clone()))?;
+    let s = gpu.function_or_load("lab_scatter", || Ok(ptx.clone()))?;
     let dp = stream.clone_htod(&perm)?;
     let di = stream.clone_htod(&inv)?;
     let src = stream.clone_htod(&vec![1.0f32; n])?;
