@@ -3,7 +3,7 @@
 //! by training and evaluation. Stored as gzip-compressed JSON.
 
 use serde::{Deserialize, Serialize};
-use sparserl_rt::{ValueType, Variant};
+use sparserl_rt::{Strategy, ValueType, Variant};
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -27,7 +27,15 @@ pub struct MatrixRecord {
     pub features: Vec<f64>,
     /// `(variant index, GB/s, relative error, correct)`; GB/s is 0 when incorrect.
     pub results: Vec<(usize, f64, f64, bool)>,
+    /// Strategies of [`LAYOUT_LIMITED`] this matrix has no layout for, where
+    /// known (see [`Dataset::mark_cannot_run`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cannot_run: Vec<Strategy>,
 }
+
+/// Strategies of the policy's vocabulary that need a layout some matrices
+/// lack: SELL-C-sigma, built only where its slices pad little.
+pub const LAYOUT_LIMITED: [Strategy; 1] = [Strategy::Sell];
 
 impl MatrixRecord {
     /// Best correct GB/s (the oracle), 0 if none.
@@ -145,7 +153,49 @@ impl Dataset {
     }
 
     /// Appends records, merging results for the same (name, value).
-    pub fn merge(&mut self, other: Dataset) {
+    /// The strategies of [`LAYOUT_LIMITED`] that `rec`'s matrix cannot run,
+    /// inferred from this dataset alone: a sweep measures every variant that
+    /// can run, so a strategy measured on some record of the dataset but not
+    /// on `rec` has no layout there. Only valid for a dataset from one sweep;
+    /// [`Dataset::mark_cannot_run`] keeps the answer across merges.
+    pub fn infer_cannot_run(&self, rec: &MatrixRecord) -> Vec<Strategy> {
+        let has = |m: &MatrixRecord, s: Strategy| {
+            m.results
+                .iter()
+                .any(|r| self.variants.get(r.0).is_some_and(|v| v.strategy == s))
+        };
+        LAYOUT_LIMITED
+            .into_iter()
+            .filter(|&s| {
+                rec.cannot_run.contains(&s)
+                    || (!has(rec, s) && self.matrices.iter().any(|m| has(m, s)))
+            })
+            .collect()
+    }
+
+    /// Records [`Dataset::infer_cannot_run`] in every record's `cannot_run`.
+    /// [`Dataset::merge`] does it on both sides first, so a dataset that
+    /// never measured a strategy does not make it look missing on the
+    /// records of one that did.
+    pub fn mark_cannot_run(&mut self) {
+        let marks: Vec<Vec<Strategy>> = self
+            .matrices
+            .iter()
+            .map(|r| self.infer_cannot_run(r))
+            .collect();
+        for (r, m) in self.matrices.iter_mut().zip(marks) {
+            r.cannot_run = m;
+        }
+    }
+
+    /// Merges `other` into this dataset: its records are added, or, for a
+    /// matrix and value type present in both, its measurements replace the
+    /// same variants'. Both sides are marked first
+    /// ([`Dataset::mark_cannot_run`]); a strategy measured after the merge
+    /// no longer counts as unable to run.
+    pub fn merge(&mut self, mut other: Dataset) {
+        self.mark_cannot_run();
+        other.mark_cannot_run();
         for mut rec in other.matrices {
             // Re-map variant indices into this dataset's list.
             for r in rec.results.iter_mut() {
@@ -168,6 +218,18 @@ impl Dataset {
                         m.results.retain(|x| x.0 != r.0);
                         m.results.push(r);
                     }
+                    for s in rec.cannot_run {
+                        if !m.cannot_run.contains(&s) {
+                            m.cannot_run.push(s);
+                        }
+                    }
+                    let variants = &self.variants;
+                    let results = &m.results;
+                    m.cannot_run.retain(|&s| {
+                        !results
+                            .iter()
+                            .any(|r| variants.get(r.0).is_some_and(|v| v.strategy == s))
+                    });
                 }
                 None => self.matrices.push(rec),
             }
@@ -194,8 +256,40 @@ mod tests {
                 value: ValueType::F32,
                 features: vec![1.0],
                 results: vec![(0, 100.0, 1e-7, true), (1, 200.0, 0.5, false)],
+                cannot_run: Vec::new(),
             }],
         }
+    }
+
+    #[test]
+    fn a_strategy_missing_from_one_sweep_stays_unknown_after_a_merge() {
+        let sell = Variant::of(Strategy::Sell);
+        // Sweep A measured SELL on m1 only: m2 has no SELL layout.
+        let mut a = ds();
+        a.variants.push(sell);
+        a.matrices[0].results.push((2, 300.0, 1e-7, true));
+        let mut m2 = a.matrices[0].clone();
+        m2.name = "m2".into();
+        m2.results.truncate(2);
+        a.matrices.push(m2);
+        assert_eq!(a.infer_cannot_run(&a.matrices[0]), vec![]);
+        assert_eq!(a.infer_cannot_run(&a.matrices[1]), vec![Strategy::Sell]);
+        // Sweep B never measured SELL: its record m3 is not marked.
+        let mut b = ds();
+        b.matrices[0].name = "m3".into();
+        let mut merged = a.clone();
+        merged.merge(b);
+        let find = |n: &str| merged.matrices.iter().find(|m| m.name == n).unwrap();
+        assert_eq!(find("m2").cannot_run, vec![Strategy::Sell]);
+        assert!(find("m3").cannot_run.is_empty());
+        assert!(find("m").cannot_run.is_empty());
+        // A later sweep that measures SELL on m2 clears the mark.
+        let mut c = a.clone();
+        c.matrices[1].results.push((2, 50.0, 1e-7, true));
+        c.matrices.remove(0);
+        merged.merge(c);
+        let m2 = merged.matrices.iter().find(|m| m.name == "m2").unwrap();
+        assert!(m2.cannot_run.is_empty());
     }
 
     #[test]

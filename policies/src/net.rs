@@ -9,14 +9,15 @@
 //! - input: 18 normalised features (transform, then z-score) + value-type
 //!   one-hot (f32, f64) = 20 numbers;
 //! - trunk: `20 -> H -> H`, tanh;
-//! - strategy head: `H -> 5` (thread-per-row, group-per-row, block-per-row,
-//!   nnz-split, tiled);
+//! - strategy head: `H -> 6` (thread-per-row, group-per-row, block-per-row,
+//!   nnz-split, tiled, sell);
 //! - conditioned heads, input `trunk ++ one_hot(strategy)`: block (3),
 //!   lanes (5, group-per-row only), items (5, nnz-split only), unroll (3,
-//!   not nnz-split or tiled; block-per-row only 1 and 4), ldg_x (2);
+//!   not nnz-split or tiled; block-per-row only 1 and 4), ldg_x (2, not
+//!   sell), stream_y (2, tiled only: streaming loads of the matrix arrays);
 //! - value head `H -> 1` (the REINFORCE baseline; unused at inference);
-//! - cost head, a separate MLP on `input ++ variant encoding` (20 + 23):
-//!   `43 -> C -> C -> 1`, tanh, predicting `(ln GB/s - cost_mean) / cost_std`.
+//! - cost head, a separate MLP on `input ++ variant encoding` (20 + 26):
+//!   `46 -> C -> C -> 1`, tanh, predicting `(ln GB/s - cost_mean) / cost_std`.
 
 use serde::{Deserialize, Serialize};
 use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
@@ -26,29 +27,46 @@ use std::path::Path;
 use crate::{Policy, Proposal};
 
 /// Format tag of policy files this code reads (2: the tiled strategy joined
-/// the vocabulary).
-pub const FORMAT: &str = "sparserl-policy/2";
-/// Strategy vocabulary (head order): the CSR strategies plus tiled, whose
-/// small tile index every upload builds, so every choice runs on any matrix.
-pub const STRATEGIES: [Strategy; 5] = [
+/// the vocabulary; 3: SELL-C-sigma and the streaming-load head joined it).
+pub const FORMAT: &str = "sparserl-policy/3";
+/// Strategy vocabulary (head order): the CSR strategies, tiled (whose small
+/// tile index every upload builds, so it runs on any matrix) and SELL-C-sigma,
+/// which runs only on matrices whose slices pad little
+/// ([`sparserl_rt::sell::SellLayout::build`]): callers skip a SELL proposal
+/// on a matrix without that layout, as the search does.
+pub const STRATEGIES: [Strategy; 6] = [
     Strategy::ThreadPerRow,
     Strategy::GroupPerRow,
     Strategy::BlockPerRow,
     Strategy::NnzSplit,
     Strategy::Tiled,
+    Strategy::Sell,
 ];
 /// Number of strategies (width of the strategy head and of its one-hot).
 pub const NS: usize = STRATEGIES.len();
-/// The variants the policy can name: [`core_space`] plus tiled kernels of
-/// every block size of the vocabulary, with and without `__ldg` (156).
+/// The variants the policy can name: [`core_space`], tiled kernels of every
+/// block size of the vocabulary with and without `__ldg` and streaming loads,
+/// and SELL-C-sigma kernels of every block size and unroll (171).
 pub fn policy_space() -> Vec<Variant> {
     let mut out = core_space();
     for ldg_x in LDG {
         for block in BLOCKS {
+            for stream_y in STREAM {
+                out.push(Variant {
+                    block,
+                    ldg_x,
+                    stream_y,
+                    ..Variant::of(Strategy::Tiled)
+                });
+            }
+        }
+    }
+    for block in BLOCKS {
+        for unroll in UNROLLS {
             out.push(Variant {
                 block,
-                ldg_x,
-                ..Variant::of(Strategy::Tiled)
+                unroll,
+                ..Variant::of(Strategy::Sell)
             });
         }
     }
@@ -64,12 +82,16 @@ pub const ITEMS: [u32; 5] = [1, 2, 4, 8, 16];
 pub const UNROLLS: [u32; 3] = [1, 2, 4];
 /// `__ldg` choice (head order).
 pub const LDG: [bool; 2] = [true, false];
+/// Streaming-load choice of tiled kernels (head order).
+pub const STREAM: [bool; 2] = [false, true];
+/// Number of conditioned heads: block, lanes, items, unroll, ldg_x, stream_y.
+pub const HEADS: usize = 6;
 /// Value-type one-hot order.
 pub const VALUE_TYPES: [ValueType; 2] = ValueType::ALL;
 /// Number of network inputs: features + value one-hot.
 pub const INPUTS: usize = 18 + 2;
 /// Length of [`encode_variant`].
-pub const VARIANT_ENCODING: usize = NS + 3 + 5 + 5 + 3 + 2;
+pub const VARIANT_ENCODING: usize = NS + 3 + 5 + 5 + 3 + 2 + 2;
 /// Logit added to masked actions (exp underflows to exactly 0).
 pub const MASKED: f32 = -1e9;
 
@@ -130,10 +152,10 @@ pub fn network_input(raw: &[f64], value: ValueType, mean: &[f64], std: &[f64]) -
     x
 }
 
-/// Action indices of a variant of the core space: `(strategy, block,
-/// lanes, items, unroll, ldg)`; the heads a strategy does not use hold 0.
-/// `None` when a parameter is outside the vocabulary.
-pub fn actions_of(v: &Variant) -> Option<[usize; 6]> {
+/// Action indices of a variant of the policy space: `(strategy, block,
+/// lanes, items, unroll, ldg, stream)`; the heads a strategy does not use
+/// hold 0. `None` when a parameter is outside the vocabulary.
+pub fn actions_of(v: &Variant) -> Option<[usize; 7]> {
     let v = v.canonical();
     let s = STRATEGIES.iter().position(|&x| x == v.strategy)?;
     let b = BLOCKS.iter().position(|&x| x == v.block)?;
@@ -150,44 +172,69 @@ pub fn actions_of(v: &Variant) -> Option<[usize; 6]> {
         Strategy::BlockPerRow if v.unroll == 2 => return None,
         _ => UNROLLS.iter().position(|&x| x == v.unroll)?,
     };
-    let g = LDG.iter().position(|&x| x == v.ldg_x)?;
-    if v.stream_y || v.min_blocks != 0 {
+    let used = heads_used(v.strategy);
+    // A parameter whose head the strategy does not use must hold its default.
+    let default = Variant::of(v.strategy);
+    let g = if used[4] {
+        LDG.iter().position(|&x| x == v.ldg_x)?
+    } else if v.ldg_x == default.ldg_x {
+        0
+    } else {
+        return None;
+    };
+    let t = if used[5] {
+        STREAM.iter().position(|&x| x == v.stream_y)?
+    } else if !v.stream_y {
+        0
+    } else {
+        return None;
+    };
+    if v.min_blocks != 0 {
         return None;
     }
-    Some([s, b, l, i, u, g])
+    Some([s, b, l, i, u, g, t])
 }
 
 /// The variant chosen by action indices (unused heads ignored).
-pub fn variant_of(a: [usize; 6]) -> Variant {
+pub fn variant_of(a: [usize; 7]) -> Variant {
     let strategy = STRATEGIES[a[0]];
+    let used = heads_used(strategy);
     let mut v = Variant {
         block: BLOCKS[a[1]],
-        ldg_x: LDG[a[5]],
         ..Variant::of(strategy)
     };
-    match strategy {
-        Strategy::GroupPerRow => {
-            v.lanes = LANES[a[2]];
-            v.unroll = UNROLLS[a[4]];
-        }
-        Strategy::NnzSplit => v.items = ITEMS[a[3]],
-        Strategy::Tiled => {}
-        _ => v.unroll = UNROLLS[a[4]],
+    if used[1] {
+        v.lanes = LANES[a[2]];
+    }
+    if used[2] {
+        v.items = ITEMS[a[3]];
+    }
+    if used[3] {
+        v.unroll = UNROLLS[a[4]];
+    }
+    if used[4] {
+        v.ldg_x = LDG[a[5]];
+    }
+    if used[5] {
+        v.stream_y = STREAM[a[6]];
     }
     v.canonical()
 }
 
-/// Which heads a strategy uses: `[block, lanes, items, unroll, ldg]`.
-pub fn heads_used(s: Strategy) -> [bool; 5] {
+/// Which heads a strategy uses: `[block, lanes, items, unroll, ldg,
+/// stream]`. SELL-C-sigma keeps its default `__ldg` loads (the only ones
+/// measured); only tiled kernels choose streaming loads.
+pub fn heads_used(s: Strategy) -> [bool; HEADS] {
     match s {
-        Strategy::ThreadPerRow | Strategy::BlockPerRow | Strategy::Diagonal | Strategy::Sell => {
-            [true, false, false, true, true]
+        Strategy::ThreadPerRow | Strategy::BlockPerRow | Strategy::Diagonal => {
+            [true, false, false, true, true, false]
         }
+        Strategy::Sell => [true, false, false, true, false, false],
         Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow => {
-            [true, true, false, true, true]
+            [true, true, false, true, true, false]
         }
-        Strategy::NnzSplit => [true, false, true, false, true],
-        Strategy::Tiled => [true, false, false, false, true],
+        Strategy::NnzSplit => [true, false, true, false, true, false],
+        Strategy::Tiled => [true, false, false, false, true, true],
     }
 }
 
@@ -202,8 +249,9 @@ pub fn unroll_mask(s: Strategy) -> [f32; 3] {
 }
 
 /// Variant encoding for the cost head: one-hots of strategy ([`NS`]), block (3),
-/// lanes (5), items (5), unroll (3), ldg (2). Parameters a strategy does not
-/// use, or values outside the vocabulary, leave their group all zero.
+/// lanes (5), items (5), unroll (3), ldg (2), streaming loads (2, tiled only).
+/// Parameters a strategy does not use, or values outside the vocabulary,
+/// leave their group all zero.
 pub fn encode_variant(v: &Variant) -> [f32; VARIANT_ENCODING] {
     let v = v.canonical();
     let mut e = [0.0f32; VARIANT_ENCODING];
@@ -223,6 +271,9 @@ pub fn encode_variant(v: &Variant) -> [f32; VARIANT_ENCODING] {
         set(NS + 13, UNROLLS.iter().position(|&x| x == v.unroll));
     }
     set(NS + 16, LDG.iter().position(|&x| x == v.ldg_x));
+    if v.strategy == Strategy::Tiled {
+        set(NS + 18, STREAM.iter().position(|&x| x == v.stream_y));
+    }
     e
 }
 
@@ -291,6 +342,8 @@ pub struct ActionVocabulary {
     pub unroll: Vec<u32>,
     /// `__ldg` head.
     pub ldg_x: Vec<bool>,
+    /// Streaming-load head (tiled).
+    pub stream_y: Vec<bool>,
 }
 
 impl ActionVocabulary {
@@ -303,6 +356,7 @@ impl ActionVocabulary {
             items: ITEMS.to_vec(),
             unroll: UNROLLS.to_vec(),
             ldg_x: LDG.to_vec(),
+            stream_y: STREAM.to_vec(),
         }
     }
 }
@@ -347,7 +401,7 @@ pub struct PolicyFile {
     /// See `cost_mean`.
     pub cost_std: f64,
     /// Layers by name: trunk1, trunk2, strategy, block, lanes, items,
-    /// unroll, ldg_x, value, cost1, cost2, cost3.
+    /// unroll, ldg_x, stream_y, value, cost1, cost2, cost3.
     pub layers: BTreeMap<String, LayerFile>,
     /// Training report (free-form, informational).
     #[serde(default)]
@@ -367,6 +421,8 @@ pub struct ConditionedProbs {
     pub unroll: Vec<f64>,
     /// `__ldg` head.
     pub ldg_x: Vec<f64>,
+    /// Streaming-load head.
+    pub stream_y: Vec<f64>,
 }
 
 /// Every head's probabilities for one input.
@@ -385,7 +441,13 @@ impl HeadProbs {
         let Some(a) = actions_of(v) else { return 0.0 };
         let c = &self.conditioned[a[0]];
         let used = heads_used(STRATEGIES[a[0]]);
-        let mut p = self.strategy[a[0]] * c.block[a[1]] * c.ldg_x[a[5]];
+        let mut p = self.strategy[a[0]] * c.block[a[1]];
+        if used[4] {
+            p *= c.ldg_x[a[5]];
+        }
+        if used[5] {
+            p *= c.stream_y[a[6]];
+        }
         if used[1] {
             p *= c.lanes[a[2]];
         }
@@ -417,9 +479,9 @@ pub struct LearnedPolicy {
     file: PolicyFile,
 }
 
-const LAYER_NAMES: [&str; 12] = [
-    "trunk1", "trunk2", "strategy", "block", "lanes", "items", "unroll", "ldg_x", "value", "cost1",
-    "cost2", "cost3",
+const LAYER_NAMES: [&str; 13] = [
+    "trunk1", "trunk2", "strategy", "block", "lanes", "items", "unroll", "ldg_x", "stream_y",
+    "value", "cost1", "cost2", "cost3",
 ];
 
 impl LearnedPolicy {
@@ -479,7 +541,7 @@ impl LearnedPolicy {
             Some(l) => l.outputs,
             None => return bad("missing layer cost1".into()),
         };
-        let want: [(usize, usize); 12] = [
+        let want: [(usize, usize); 13] = [
             (INPUTS, h),
             (h, h),
             (h, NS),
@@ -487,6 +549,7 @@ impl LearnedPolicy {
             (h + NS, 5),
             (h + NS, 5),
             (h + NS, 3),
+            (h + NS, 2),
             (h + NS, 2),
             (h, 1),
             (INPUTS + VARIANT_ENCODING, c),
@@ -563,6 +626,7 @@ impl LearnedPolicy {
                     items: softmax(&self.layer("items").apply(&hc), None),
                     unroll: softmax(&self.layer("unroll").apply(&hc), Some(&unroll_mask(s))),
                     ldg_x: softmax(&self.layer("ldg_x").apply(&hc), None),
+                    stream_y: softmax(&self.layer("stream_y").apply(&hc), None),
                 }
             })
             .collect();
@@ -624,7 +688,7 @@ impl Policy for LearnedPolicy {
         "learned"
     }
 
-    /// Ranks the core space by joint probability (ties keep core-space
+    /// Ranks the policy space by joint probability (ties keep core-space
     /// order); `score` is the cost head's predicted GB/s over the dataset's
     /// copy bandwidth, clamped to `[1e-6, 1]`.
     fn propose(&self, features: &Features, value: ValueType, k: usize) -> Vec<Proposal> {
@@ -652,7 +716,7 @@ mod tests {
     #[test]
     fn actions_roundtrip_over_the_policy_space() {
         let space = policy_space();
-        assert_eq!(space.len(), 150 + 6);
+        assert_eq!(space.len(), 150 + 12 + 9);
         for v in &space {
             let a = actions_of(v).unwrap_or_else(|| panic!("{v} not in vocabulary"));
             assert_eq!(variant_of(a), *v);
@@ -673,6 +737,6 @@ mod tests {
                     .collect::<Vec<_>>()
             })
             .collect();
-        assert_eq!(set.len(), 156);
+        assert_eq!(set.len(), 171);
     }
 }

@@ -285,6 +285,7 @@ pub fn dataset(seed: u64, per_class: usize) -> Dataset {
                     value,
                     features: f.to_vec().to_vec(),
                     results,
+                    cannot_run: Vec::new(),
                 });
             }
         }

@@ -4,12 +4,14 @@
 //!
 //! **Environment.** One episode = one (matrix, value type) record of the
 //! dataset. The agent picks a strategy, then, conditioned on it, the block
-//! size, lanes (group-per-row), items (nnz-split), unroll (not nnz-split;
-//! block-per-row only 1 or 4) and `__ldg`. The terminal reward is the
-//! measured GB/s of the chosen variant over the best measured GB/s of that
-//! record, -1 when the variant failed the correctness check, and the cost
-//! head's estimate (over the same best) when the dataset lacks the variant;
-//! estimated rewards are counted and reported.
+//! size, lanes (group-per-row), items (nnz-split), unroll (not nnz-split or
+//! tiled; block-per-row only 1 or 4), `__ldg` (not SELL) and streaming loads
+//! (tiled). The terminal reward is the measured GB/s of the chosen variant
+//! over the best measured GB/s of that record, -1 when the variant failed
+//! the correctness check, 0 for a SELL-C-sigma kernel on a matrix without
+//! that layout (as the dataset marks it), and the cost head's estimate (over the same
+//! best) when the dataset lacks the variant; estimated rewards are counted
+//! and reported.
 //!
 //! **Algorithm.** REINFORCE with a learned state-value baseline: per epoch,
 //! every training record plays `samples` episodes (sampled with a seeded
@@ -23,15 +25,15 @@
 
 use crate::dataset::{Dataset, MatrixRecord};
 use crate::net::{
-    self, ActionVocabulary, FEATURE_TRANSFORMS, INPUTS, LayerFile, NS, PolicyFile, STRATEGIES,
-    VALUE_TYPES, VARIANT_ENCODING, actions_of, encode_variant, heads_used, network_input,
-    policy_space, unroll_mask,
+    self, ActionVocabulary, FEATURE_TRANSFORMS, HEADS, INPUTS, LayerFile, NS, PolicyFile,
+    STRATEGIES, VALUE_TYPES, VARIANT_ENCODING, actions_of, encode_variant, heads_used,
+    network_input, policy_space, unroll_mask,
 };
 use crate::template_rule;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use sparserl_rt::{Features, Variant};
+use sparserl_rt::{Features, Strategy, Variant};
 use std::collections::BTreeMap;
 use tch::{Device, Kind, Tensor, nn, nn::Module, nn::OptimizerConfig};
 
@@ -106,12 +108,18 @@ pub struct Net {
 pub struct HeadLogProbs {
     /// `[B, 4]`.
     pub strategy: Tensor,
-    /// Per strategy: block `[B,3]`, lanes `[B,5]`, items `[B,5]`, unroll `[B,3]`, ldg `[B,2]`.
-    pub conditioned: Vec<[Tensor; 5]>,
+    /// Per strategy: block `[B,3]`, lanes `[B,5]`, items `[B,5]`, unroll
+    /// `[B,3]`, ldg `[B,2]`, stream `[B,2]`.
+    pub conditioned: Vec<[Tensor; HEADS]>,
 }
 
-const HEAD_SIZES: [i64; 5] = [3, 5, 5, 3, 2];
-const HEAD_NAMES: [&str; 5] = ["block", "lanes", "items", "unroll", "ldg_x"];
+const HEAD_SIZES: [i64; HEADS] = [3, 5, 5, 3, 2, 2];
+const HEAD_NAMES: [&str; HEADS] = ["block", "lanes", "items", "unroll", "ldg_x", "stream_y"];
+/// Offsets of the conditioned heads within one strategy's block of
+/// concatenated log-probabilities.
+const HEAD_OFFSETS: [usize; HEADS] = [0, 3, 8, 13, 16, 18];
+/// Width of one strategy's conditioned log-probabilities.
+const COND_WIDTH: usize = 20;
 
 impl Net {
     /// A freshly initialised network (seeded by the caller through `tch::manual_seed`).
@@ -121,7 +129,7 @@ impl Net {
         let h = hidden;
         let c = cost_hidden;
         let i = INPUTS as i64;
-        let dims: [(&'static str, i64, i64); 12] = [
+        let dims: [(&'static str, i64, i64); 13] = [
             ("trunk1", i, h),
             ("trunk2", h, h),
             ("strategy", h, NS as i64),
@@ -130,6 +138,7 @@ impl Net {
             ("items", h + NS as i64, 5),
             ("unroll", h + NS as i64, 3),
             ("ldg_x", h + NS as i64, 2),
+            ("stream_y", h + NS as i64, 2),
             ("value", h, 1),
             ("cost1", i + VARIANT_ENCODING as i64, c),
             ("cost2", c, c),
@@ -164,8 +173,8 @@ impl Net {
     }
 
     /// Conditioned head log-probabilities given trunk output and a strategy
-    /// one-hot `[B, 4]`; `unroll_mask` `[B, 3]` is added to the unroll logits.
-    fn conditioned(&self, h: &Tensor, onehot: &Tensor, unroll_mask: &Tensor) -> [Tensor; 5] {
+    /// one-hot `[B, NS]`; `unroll_mask` `[B, 3]` is added to the unroll logits.
+    fn conditioned(&self, h: &Tensor, onehot: &Tensor, unroll_mask: &Tensor) -> [Tensor; HEADS] {
         let hc = Tensor::cat(&[h, onehot], 1);
         let head = |name: &str| self.l(name).forward(&hc);
         [
@@ -174,6 +183,7 @@ impl Net {
             head("items").log_softmax(-1, Kind::Float),
             (head("unroll") + unroll_mask).log_softmax(-1, Kind::Float),
             head("ldg_x").log_softmax(-1, Kind::Float),
+            head("stream_y").log_softmax(-1, Kind::Float),
         ]
     }
 
@@ -201,7 +211,7 @@ impl Net {
         }
     }
 
-    /// Joint log-probabilities of the policy space `[B, 156]` (its order).
+    /// Joint log-probabilities of the policy space `[B, 171]` (its order).
     pub fn joint_log_probs(&self, x: &Tensor) -> Tensor {
         let lp = self.head_log_probs(x);
         let mut cols: Vec<&Tensor> = vec![&lp.strategy];
@@ -252,9 +262,9 @@ impl Net {
 }
 
 /// Width of the concatenated head log-probabilities (strategy + NS x conditioned).
-const LP_WIDTH: usize = NS + NS * 18;
+const LP_WIDTH: usize = NS + NS * COND_WIDTH;
 
-/// `[LP_WIDTH, 156]` 0/1 matrix summing the relevant head log-probabilities
+/// `[LP_WIDTH, 171]` 0/1 matrix summing the relevant head log-probabilities
 /// of each policy-space variant.
 pub fn joint_matrix() -> Tensor {
     let space = policy_space();
@@ -264,12 +274,10 @@ pub fn joint_matrix() -> Tensor {
         let used = heads_used(STRATEGIES[a[0]]);
         let mut set = |row: usize| m[row * space.len() + j] = 1.0;
         set(a[0]);
-        let base = NS + a[0] * 18;
-        let offs = [0usize, 3, 8, 13, 16];
-        let idx = [a[1], a[2], a[3], a[4], a[5]];
-        for k in 0..5 {
-            if k == 0 || k == 4 || used[k] {
-                set(base + offs[k] + idx[k]);
+        let base = NS + a[0] * COND_WIDTH;
+        for k in 0..HEADS {
+            if used[k] {
+                set(base + HEAD_OFFSETS[k] + a[k + 1]);
             }
         }
     }
@@ -289,9 +297,12 @@ pub struct Prepared {
     pub features: Vec<f64>,
     /// Best measured GB/s.
     pub best: f64,
-    /// Per core-space variant: measured reward (`gbs / best`, -1 if
-    /// incorrect), `None` when the dataset lacks it.
+    /// Per policy-space variant: measured reward (`gbs / best`, -1 if
+    /// incorrect, 0 for a strategy in `cannot_run`), `None` when the dataset
+    /// lacks it.
     pub measured: Vec<Option<f64>>,
+    /// Strategies of the vocabulary this matrix has no layout for.
+    pub cannot_run: Vec<Strategy>,
 }
 
 fn prepare(ds: &Dataset, rec: &MatrixRecord) -> Option<Prepared> {
@@ -318,6 +329,14 @@ fn prepare(ds: &Dataset, rec: &MatrixRecord) -> Option<Prepared> {
         return None;
     }
     let mut measured = vec![None; index.len()];
+    // A strategy whose layout this matrix lacks gets no kernel: reward 0,
+    // not an estimate (marked by the dataset, see `Dataset::mark_cannot_run`).
+    let cannot_run = rec.cannot_run.clone();
+    for (v, &j) in &index {
+        if cannot_run.contains(&v.strategy) {
+            measured[j] = Some(0.0);
+        }
+    }
     for r in &rec.results {
         let Some(v) = ds.variants.get(r.0) else {
             continue;
@@ -333,6 +352,7 @@ fn prepare(ds: &Dataset, rec: &MatrixRecord) -> Option<Prepared> {
         features: rec.features.clone(),
         best,
         measured,
+        cannot_run,
     })
 }
 
@@ -622,20 +642,20 @@ pub fn train(
             .iter()
             .map(|t| Vec::try_from(&t.exp().detach().flatten(0, -1)).expect("f32"))
             .collect();
-        let mut acts = vec![[0i64; 5]; batch as usize];
-        let mut used = vec![0f32; batch as usize * 5];
+        let mut acts = vec![[0i64; HEADS]; batch as usize];
+        let mut used = vec![0f32; batch as usize * HEADS];
         for b in 0..batch as usize {
             let u = heads_used(STRATEGIES[strat[b] as usize]);
-            for k in 0..5 {
+            for k in 0..HEADS {
                 let n = HEAD_SIZES[k] as usize;
                 acts[b][k] = sample(&mut rng, &hprobs[k][b * n..(b + 1) * n]) as i64;
-                used[b * 5 + k] = if k == 0 || k == 4 || u[k] { 1.0 } else { 0.0 };
+                used[b * HEADS + k] = if u[k] { 1.0 } else { 0.0 };
             }
         }
-        let used_t = Tensor::from_slice(&used).view([batch, 5]);
+        let used_t = Tensor::from_slice(&used).view([batch, HEADS as i64]);
         let mut logp = slp.gather(1, &strat_t.unsqueeze(1), false).squeeze_dim(1);
         let mut ent = -(slp.exp() * &slp).sum_dim_intlist(1, false, Kind::Float);
-        for k in 0..5 {
+        for k in 0..HEADS {
             let a: Vec<i64> = acts.iter().map(|x| x[k]).collect();
             let a = Tensor::from_slice(&a).unsqueeze(1);
             let u = used_t.select(1, k as i64);
@@ -647,14 +667,11 @@ pub fn train(
         let rewards: Vec<f32> = (0..batch as usize)
             .map(|b| {
                 let rec = b / s;
-                let v = net::variant_of([
-                    strat[b] as usize,
-                    acts[b][0] as usize,
-                    acts[b][1] as usize,
-                    acts[b][2] as usize,
-                    acts[b][3] as usize,
-                    acts[b][4] as usize,
-                ]);
+                let mut a = [strat[b] as usize; HEADS + 1];
+                for k in 0..HEADS {
+                    a[k + 1] = acts[b][k] as usize;
+                }
+                let v = net::variant_of(a);
                 let j = space
                     .iter()
                     .position(|x| *x == v)
@@ -792,7 +809,13 @@ pub fn summarize(policy: &crate::LearnedPolicy, recs: &[Prepared], _copy: f64) -
     let (mut se, mut rows, mut pom, mut pom_n) = (0.0, 0usize, 0.0, 0usize);
     for r in recs {
         let f = Features::from_slice(&r.features);
-        let pick = policy.propose(&f, r.value, 1)[0].variant;
+        // The first proposal the matrix can run (as the search skips the rest).
+        let pick = policy
+            .propose(&f, r.value, policy_space().len())
+            .into_iter()
+            .map(|p| p.variant)
+            .find(|v| !r.cannot_run.contains(&v.strategy))
+            .unwrap_or(Variant::FALLBACK);
         s.learned_greedy += measured_reward(r, &pick).unwrap_or(0.0);
         let probs = policy.variant_probs(&f, r.value);
         s.learned_expected += probs
@@ -837,7 +860,7 @@ pub fn prepare_all(ds: &Dataset) -> Vec<Prepared> {
 }
 
 /// Head names in conditioned order (for tests and reports).
-pub const CONDITIONED_HEADS: [&str; 5] = HEAD_NAMES;
+pub const CONDITIONED_HEADS: [&str; HEADS] = HEAD_NAMES;
 
 /// sha256 of bytes, hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {

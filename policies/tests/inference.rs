@@ -40,12 +40,13 @@ fn tiny() -> Value {
         "feature_std": vec![2.0; 18],
         "value_types": ["f32", "f64"],
         "actions": {
-            "strategy": ["thread-per-row", "group-per-row", "block-per-row", "nnz-split", "tiled"],
+            "strategy": ["thread-per-row", "group-per-row", "block-per-row", "nnz-split", "tiled", "sell"],
             "block": [128, 256, 512],
             "lanes": [2, 4, 8, 16, 32],
             "items": [1, 2, 4, 8, 16],
             "unroll": [1, 2, 4],
-            "ldg_x": [true, false]
+            "ldg_x": [true, false],
+            "stream_y": [false, true]
         },
         "cost_mean": 6.0,
         "cost_std": 1.5,
@@ -58,6 +59,7 @@ fn tiny() -> Value {
             "items": layer(h + NS, 5, 6),
             "unroll": layer(h + NS, 3, 7),
             "ldg_x": layer(h + NS, 2, 8),
+            "stream_y": layer(h + NS, 2, 13),
             "value": layer(h, 1, 9),
             "cost1": layer(INPUTS + VARIANT_ENCODING, c, 10),
             "cost2": layer(c, c, 11),

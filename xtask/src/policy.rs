@@ -39,7 +39,7 @@ pub const TORCH_WHEELS: &[&str] = &[
 /// (used by `cargo xtask train` without arguments).
 pub const COMMITTED_TRAIN_ARGS: &[&str] = &[
     "--dataset",
-    "policies/data/h200-round1.json.gz",
+    "policies/data/h200-round3.json.gz",
     "--extra-dataset",
     "policies/data/h200-bench-sweep2.json.gz",
     "--out",
@@ -59,7 +59,7 @@ pub const COMMITTED_TRAIN_ARGS: &[&str] = &[
     "--epochs",
     "300",
     "--round",
-    "2",
+    "3",
 ];
 
 /// Installs libtorch into `.tools/torch` unless present; returns `LIBTORCH`
@@ -178,6 +178,8 @@ type Column = Box<dyn Fn(&EvalRow) -> Option<f64>>;
 
 /// Proposal counts of the measured top-k searches.
 const TOP_K: [usize; 3] = [1, 4, 16];
+/// Proposals the benchmark's search gets from the policy.
+const PROPOSALS: usize = 16;
 
 /// One held-out record.
 #[derive(Debug, Clone, Serialize)]
@@ -243,13 +245,31 @@ pub(crate) fn oracle_variant(ds: &Dataset, rec: &MatrixRecord) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// Whether `rec`'s matrix can run `v` at all: not when it lacks the layout
+/// (SELL-C-sigma), as a sweep shows by measuring every variant that can run
+/// ([`Dataset::infer_cannot_run`]). The search skips such proposals the same
+/// way (`MeasureSource::applicable`).
+pub(crate) fn runs_on(ds: &Dataset, rec: &MatrixRecord, v: &Variant) -> bool {
+    !ds.infer_cannot_run(rec).contains(&v.strategy)
+}
+
+/// The policy's proposals that `rec`'s matrix can run ([`runs_on`]), best
+/// first: the first is the zero-shot pick.
+pub(crate) fn runnable(ds: &Dataset, rec: &MatrixRecord, props: &[Proposal]) -> Vec<Variant> {
+    props
+        .iter()
+        .map(|p| p.variant)
+        .filter(|v| runs_on(ds, rec, v))
+        .collect()
+}
+
 /// The first candidates the product's measured search takes for `rec`: the
-/// policy's proposals with the layout proposals inserted after the first
-/// [`LAYOUT_AFTER`] of them (`sparserl_build::search`), the layout ones only
-/// where the record's matrix has the layout (the sweeps measure a layout
-/// variant exactly where it applies).
+/// policy's proposals it can run with the layout proposals inserted after
+/// the first [`LAYOUT_AFTER`] of them (`sparserl_build::search`), the layout
+/// ones only where the record's matrix has the layout (the sweeps measure a
+/// layout variant exactly where it applies).
 pub(crate) fn search_order(ds: &Dataset, rec: &MatrixRecord, props: &[Proposal]) -> Vec<Variant> {
-    let policy: Vec<Variant> = props.iter().map(|p| p.variant).collect();
+    let policy = runnable(ds, rec, props);
     let in_record = |v: &Variant| {
         let c = v.canonical();
         rec.results
@@ -377,8 +397,10 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
     let mut rows = Vec::new();
     for rec in recs {
         let f = Features::from_slice(&rec.features);
-        let props = policy.propose(&f, rec.value, 16);
-        let pick = props[0].variant;
+        let props = policy.propose(&f, rec.value, PROPOSALS);
+        let Some(&pick) = runnable(&ds, rec, &props).first() else {
+            bail!("{}: none of the policy's proposals can run", rec.name);
+        };
         let order = search_order(&ds, rec, &props);
         let top_k_gbs = TOP_K
             .iter()

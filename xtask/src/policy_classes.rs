@@ -29,7 +29,7 @@
 use crate::common::workspace_root;
 mod render;
 
-use crate::policy::{measured, oracle_variant, search_order, sha256_file};
+use crate::policy::{measured, oracle_variant, runnable, search_order, sha256_file};
 use anyhow::{Context, Result, anyhow, bail};
 use render::{fmt_spread, markdown};
 use serde::Serialize;
@@ -137,7 +137,9 @@ pub fn eval_run(
     for rec in ds.matrices.iter().filter(|r| r.best_gbs() > 0.0) {
         let oracle = rec.best_gbs();
         let props = propose(rec);
-        let pick = props[0].variant;
+        let Some(&pick) = runnable(ds, rec, &props).first() else {
+            continue;
+        };
         let zs = measured(ds, rec, &pick);
         let in_sweep = rec
             .results

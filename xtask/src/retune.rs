@@ -641,6 +641,7 @@ pub fn collect(args: CollectArgs) -> Result<()> {
                 value,
                 features: feats.to_vec().to_vec(),
                 results,
+                cannot_run: Vec::new(),
             };
             if rec.results.is_empty() {
                 println!("  {name:<28} {value} no variant of this space applies");

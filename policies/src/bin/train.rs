@@ -89,6 +89,8 @@ fn main() -> Result<()> {
         (Some(p), _) => {
             let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
             let mut ds = Dataset::read(p)?;
+            // One sweep's own records say which matrices lack a layout.
+            ds.mark_cannot_run();
             for e in &args.extra_dataset {
                 let extra_bytes =
                     std::fs::read(e).with_context(|| format!("reading {}", e.display()))?;
