@@ -42,6 +42,7 @@ pub const COMMITTED_TRAIN_ARGS: &[&str] = &[
     "policies/data/h200-round3.json.gz",
     "--extra-dataset",
     "policies/data/h200-bench-sweep2.json.gz",
+    "policies/data/h200-large-sweep3.json.gz",
     "--out",
     "policies/policy.json",
     "--holdout-class",
