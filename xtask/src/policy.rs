@@ -143,9 +143,10 @@ pub struct EvalArgs {
     /// Policy file (its metadata names the held-out matrices).
     #[arg(long, default_value = "policies/policy.json")]
     pub policy: PathBuf,
-    /// Measured dataset (every variant per matrix; the default is the
-    /// benchmark's sweep, which includes the tiled and layout strategies).
-    #[arg(long, default_value = "policies/data/h200-bench-sweep2.json.gz")]
+    /// Measured dataset (every variant per matrix; the default, round 3's
+    /// training data, measured the whole space, SELL-C-sigma included, on
+    /// every held-out matrix of the policy).
+    #[arg(long, default_value = "policies/data/h200-round3.json.gz")]
     pub dataset: PathBuf,
     /// The benchmark's oracle sweep (same run as the cuSPARSE numbers).
     #[arg(long, default_value = "policies/data/h200-bench-sweep2.json.gz")]
