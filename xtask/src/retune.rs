@@ -348,6 +348,20 @@ pub struct CollectArgs {
     /// Smaller synthetic matrices (smoke runs).
     #[arg(long)]
     pub quick: bool,
+    /// Which matrices to measure: `training` (the real matrices and the
+    /// synthetic families) or `large` (bandwidth-bound synthetic matrices of
+    /// the training families, see [`large_corpus`]).
+    #[arg(long, value_enum, default_value = "training")]
+    pub corpus: CorpusArg,
+}
+
+/// Corpus of `collect`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CorpusArg {
+    /// Real matrices (`--matrices`) and [`synthetic_corpus`].
+    Training,
+    /// [`large_corpus`].
+    Large,
 }
 
 /// Design space of `collect`.
@@ -551,6 +565,103 @@ pub fn synthetic_corpus(quick: bool) -> Result<Vec<(String, String, Csr)>> {
     Ok(out)
 }
 
+/// Large matrices of the training families (15-40 M nonzeros, larger than
+/// the L2 cache: the bandwidth-bound regime), with parameters other than
+/// the benchmark's large suite; `quick` divides the sizes by 64. None is of
+/// a structure class the irregular benchmark set evaluates the policy on
+/// (recursive, power-law graph, mesh, road, circuit).
+pub fn large_corpus(quick: bool) -> Result<Vec<(String, String, Csr)>> {
+    large_families(quick)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (n, c, family))| {
+            Ok((n.to_string(), c.to_string(), family.build(100 + i as u64)?))
+        })
+        .collect()
+}
+
+/// The (name, class, family) list of [`large_corpus`].
+fn large_families(quick: bool) -> Vec<(&'static str, &'static str, Family)> {
+    let d = if quick { 64 } else { 1 };
+    let pl = |rows: usize, avg_degree: f64, exponent: f64| Family::PowerLaw {
+        rows: rows / d,
+        avg_degree,
+        exponent,
+    };
+    let uni = |rows: usize, cols: usize, avg_degree: f64| Family::Uniform {
+        rows: rows / d,
+        cols: cols / d,
+        avg_degree,
+    };
+    vec![
+        (
+            "large-powerlaw-2m-d8-e2.2",
+            "power-law",
+            pl(2_000_000, 8.0, 2.2),
+        ),
+        (
+            "large-powerlaw-3m-d6-e3.0",
+            "power-law",
+            pl(3_000_000, 6.0, 3.0),
+        ),
+        (
+            "large-powerlaw-1m-d24-e1.9",
+            "power-law",
+            pl(1_000_000, 24.0, 1.9),
+        ),
+        (
+            "large-uniform-2m-d10",
+            "uniform",
+            uni(2_000_000, 2_000_000, 10.0),
+        ),
+        (
+            "large-uniform-6m-d3",
+            "short-rows",
+            uni(6_000_000, 6_000_000, 3.0),
+        ),
+        (
+            "large-uniform-40k-d800",
+            "long-rows",
+            uni(40_000, 1_000_000, 800.0),
+        ),
+        (
+            "large-banded-2m-bw32-d12",
+            "banded",
+            Family::Banded {
+                rows: 2_000_000 / d,
+                bandwidth: 32,
+                avg_degree: 12.0,
+            },
+        ),
+        (
+            "large-block-1m-4x4-b4",
+            "block",
+            Family::Block {
+                rows: 1_000_000 / d / 4 * 4,
+                block: [4, 4],
+                blocks_per_row: 4,
+            },
+        ),
+        (
+            "large-stencil2d-9pt-1500",
+            "stencil",
+            Family::Stencil {
+                grid: vec![1500 / d.isqrt(), 1500 / d.isqrt()],
+                points: 9,
+            },
+        ),
+        (
+            "large-skewed-4m-h4",
+            "skewed",
+            Family::Skewed {
+                rows: 4_000_000 / d,
+                huge: 4,
+                huge_len: 500_000 / d,
+            },
+        ),
+    ]
+}
+
 /// Runs `collect`.
 pub fn collect(args: CollectArgs) -> Result<()> {
     let t0 = Instant::now();
@@ -572,10 +683,14 @@ pub fn collect(args: CollectArgs) -> Result<()> {
     // Real matrices first: they are quick, and the time guard then only
     // trims the larger synthetic ones.
     let mut corpus: Vec<(String, String, Csr)> = Vec::new();
-    for m in load_real_matrices(&dir).with_context(|| format!("reading {}", dir.display()))? {
-        corpus.push((m.name, m.class, m.csr));
+    if args.corpus == CorpusArg::Large {
+        corpus.extend(large_corpus(args.quick)?);
+    } else {
+        for m in load_real_matrices(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            corpus.push((m.name, m.class, m.csr));
+        }
+        corpus.extend(synthetic_corpus(args.quick)?);
     }
-    corpus.extend(synthetic_corpus(args.quick)?);
     let space = match args.space {
         SpaceArg::Core => sparserl_rt::core_space(),
         SpaceArg::Layout => sparserl_rt::layout_space(),
@@ -683,6 +798,28 @@ pub fn collect(args: CollectArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_large_corpus_is_large_and_of_training_classes_only() {
+        for (name, class, family) in large_families(false) {
+            let nnz = match family {
+                Family::Block {
+                    rows,
+                    block,
+                    blocks_per_row,
+                } => (rows * block[1] * blocks_per_row) as u64,
+                f => f.expected_nnz().unwrap_or(0),
+            };
+            assert!((12_000_000..=45_000_000).contains(&nnz), "{name}: {nnz}");
+            let evaluated = ["recursive", "power-law-graph", "mesh", "road", "circuit"];
+            assert!(!evaluated.contains(&class), "{name}");
+        }
+        let quick = large_corpus(true).unwrap();
+        assert_eq!(quick.len(), large_families(true).len());
+        let names: std::collections::BTreeSet<_> = quick.iter().map(|m| &m.0).collect();
+        assert_eq!(names.len(), quick.len());
+        assert!(quick.iter().all(|m| m.2.nnz() > 0));
+    }
 
     /// A copy of example-app's declarations and lock file in a temp dir.
     fn copy_example(dir: &std::path::Path) {
