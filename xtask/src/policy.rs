@@ -43,6 +43,7 @@ pub const COMMITTED_TRAIN_ARGS: &[&str] = &[
     "--extra-dataset",
     "policies/data/h200-bench-sweep2.json.gz",
     "policies/data/h200-large-sweep3.json.gz",
+    "policies/data/h200-large4.json.gz",
     "--out",
     "policies/policy.json",
     "--holdout-class",
@@ -60,7 +61,7 @@ pub const COMMITTED_TRAIN_ARGS: &[&str] = &[
     "--epochs",
     "300",
     "--round",
-    "3",
+    "4",
 ];
 
 /// Installs libtorch into `.tools/torch` unless present; returns `LIBTORCH`
