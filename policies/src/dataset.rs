@@ -37,6 +37,14 @@ pub struct MatrixRecord {
 /// lack: SELL-C-sigma, built only where its slices pad little.
 pub const LAYOUT_LIMITED: [Strategy; 1] = [Strategy::Sell];
 
+/// Whether `m` has a measurement of a variant of strategy `s` (`variants`:
+/// its dataset's variant list).
+fn measures(variants: &[Variant], m: &MatrixRecord, s: Strategy) -> bool {
+    m.results
+        .iter()
+        .any(|r| variants.get(r.0).is_some_and(|v| v.strategy == s))
+}
+
 impl MatrixRecord {
     /// Best correct GB/s (the oracle), 0 if none.
     pub fn best_gbs(&self) -> f64 {
@@ -152,25 +160,13 @@ impl Dataset {
         self.variants.iter().position(|x| x == v)
     }
 
-    /// Appends records, merging results for the same (name, value).
     /// The strategies of [`LAYOUT_LIMITED`] that `rec`'s matrix cannot run,
     /// inferred from this dataset alone: a sweep measures every variant that
     /// can run, so a strategy measured on some record of the dataset but not
     /// on `rec` has no layout there. Only valid for a dataset from one sweep;
     /// [`Dataset::mark_cannot_run`] keeps the answer across merges.
     pub fn infer_cannot_run(&self, rec: &MatrixRecord) -> Vec<Strategy> {
-        let has = |m: &MatrixRecord, s: Strategy| {
-            m.results
-                .iter()
-                .any(|r| self.variants.get(r.0).is_some_and(|v| v.strategy == s))
-        };
-        LAYOUT_LIMITED
-            .into_iter()
-            .filter(|&s| {
-                rec.cannot_run.contains(&s)
-                    || (!has(rec, s) && self.matrices.iter().any(|m| has(m, s)))
-            })
-            .collect()
+        self.cannot_run_given(rec, &self.limited_measured())
     }
 
     /// Records [`Dataset::infer_cannot_run`] in every record's `cannot_run`.
@@ -178,14 +174,34 @@ impl Dataset {
     /// never measured a strategy does not make it look missing on the
     /// records of one that did.
     pub fn mark_cannot_run(&mut self) {
+        let measured = self.limited_measured();
         let marks: Vec<Vec<Strategy>> = self
             .matrices
             .iter()
-            .map(|r| self.infer_cannot_run(r))
+            .map(|r| self.cannot_run_given(r, &measured))
             .collect();
         for (r, m) in self.matrices.iter_mut().zip(marks) {
             r.cannot_run = m;
         }
+    }
+
+    /// The strategies of [`LAYOUT_LIMITED`] measured on some record.
+    fn limited_measured(&self) -> Vec<Strategy> {
+        LAYOUT_LIMITED
+            .into_iter()
+            .filter(|&s| self.matrices.iter().any(|m| measures(&self.variants, m, s)))
+            .collect()
+    }
+
+    /// [`Dataset::infer_cannot_run`] given [`Dataset::limited_measured`].
+    fn cannot_run_given(&self, rec: &MatrixRecord, measured: &[Strategy]) -> Vec<Strategy> {
+        LAYOUT_LIMITED
+            .into_iter()
+            .filter(|&s| {
+                rec.cannot_run.contains(&s)
+                    || (measured.contains(&s) && !measures(&self.variants, rec, s))
+            })
+            .collect()
     }
 
     /// Merges `other` into this dataset: its records are added, or, for a
@@ -223,13 +239,13 @@ impl Dataset {
                             m.cannot_run.push(s);
                         }
                     }
-                    let variants = &self.variants;
-                    let results = &m.results;
-                    m.cannot_run.retain(|&s| {
-                        !results
-                            .iter()
-                            .any(|r| variants.get(r.0).is_some_and(|v| v.strategy == s))
-                    });
+                    let now_measured: Vec<Strategy> = m
+                        .cannot_run
+                        .iter()
+                        .copied()
+                        .filter(|&s| measures(&self.variants, m, s))
+                        .collect();
+                    m.cannot_run.retain(|s| !now_measured.contains(s));
                 }
                 None => self.matrices.push(rec),
             }

@@ -248,21 +248,17 @@ pub(crate) fn oracle_variant(ds: &Dataset, rec: &MatrixRecord) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-/// Whether `rec`'s matrix can run `v` at all: not when it lacks the layout
-/// (SELL-C-sigma), as a sweep shows by measuring every variant that can run
-/// ([`Dataset::infer_cannot_run`]). The search skips such proposals the same
-/// way (`MeasureSource::applicable`).
-pub(crate) fn runs_on(ds: &Dataset, rec: &MatrixRecord, v: &Variant) -> bool {
-    !ds.infer_cannot_run(rec).contains(&v.strategy)
-}
-
-/// The policy's proposals that `rec`'s matrix can run ([`runs_on`]), best
-/// first: the first is the zero-shot pick.
+/// The policy's proposals that `rec`'s matrix can run, best first: the
+/// first is the zero-shot pick. A matrix cannot run a strategy whose layout
+/// it lacks (SELL-C-sigma), as a sweep shows by measuring every variant that
+/// can run ([`Dataset::infer_cannot_run`]); the search skips such proposals
+/// the same way (`MeasureSource::applicable`).
 pub(crate) fn runnable(ds: &Dataset, rec: &MatrixRecord, props: &[Proposal]) -> Vec<Variant> {
+    let cannot = ds.infer_cannot_run(rec);
     props
         .iter()
         .map(|p| p.variant)
-        .filter(|v| runs_on(ds, rec, v))
+        .filter(|v| !cannot.contains(&v.strategy))
         .collect()
 }
 
