@@ -301,13 +301,37 @@ fn cusparse_rows(
 
 /// Gather into the stored order, the scatter back, and the scatter written
 /// as a gather through the inverse permutation, each after a 256 MB
-/// device copy that evicts L2 (as the SpMV between them does).
+/// device copy that evicts L2 (as the SpMV between them does); the gathers
+/// one per thread and loop trip, and with 4 or 8 indices loaded first, then
+/// all their gathers (the runtime's `sparserl_gather` does 4).
 const PERM_SRC: &str = r#"
 extern "C" __global__ void lab_gather(int n, const int* __restrict__ p, const float* __restrict__ s, float* __restrict__ d) {
     for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < n; i += (long long)gridDim.x * 256) d[i] = __ldg(s + p[i]);
 }
 extern "C" __global__ void lab_scatter(int n, const int* __restrict__ p, const float* __restrict__ s, float* __restrict__ d) {
     for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < n; i += (long long)gridDim.x * 256) d[p[i]] = s[i];
+}
+template <int U>
+__device__ void lab_gather_mlp(int n, const int* __restrict__ p, const float* __restrict__ s, float* __restrict__ d) {
+    const long long stride = (long long)gridDim.x * 256;
+    long long i = (long long)blockIdx.x * 256 + threadIdx.x;
+    for (; i + (U - 1) * stride < n; i += U * stride) {
+        int q[U];
+        float v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) q[u] = p[i + u * stride];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = __ldg(s + q[u]);
+#pragma unroll
+        for (int u = 0; u < U; ++u) d[i + u * stride] = v[u];
+    }
+    for (; i < n; i += stride) d[i] = __ldg(s + p[i]);
+}
+extern "C" __global__ void lab_gather4(int n, const int* __restrict__ p, const float* __restrict__ s, float* __restrict__ d) {
+    lab_gather_mlp<4>(n, p, s, d);
+}
+extern "C" __global__ void lab_gather8(int n, const int* __restrict__ p, const float* __restrict__ s, float* __restrict__ d) {
+    lab_gather_mlp<8>(n, p, s, d);
 }
 "#;
 
@@ -326,6 +350,8 @@ fn perm_rows(gpu: &Gpu, n: usize, reps: u32, out: &mut String) -> Result<()> {
     let ptx = sparserl_rt::nvrtc::compile_ptx(PERM_SRC, &arch, &[])?;
     let g = gpu.function_or_load("lab_gather", || Ok(ptx.clone()))?;
     let s = gpu.function_or_load("lab_scatter", || Ok(ptx.clone()))?;
+    let g4 = gpu.function_or_load("lab_gather4", || Ok(ptx.clone()))?;
+    let g8 = gpu.function_or_load("lab_gather8", || Ok(ptx.clone()))?;
     let dp = stream.clone_htod(&perm)?;
     let di = stream.clone_htod(&inv)?;
     let src = stream.clone_htod(&vec![1.0f32; n])?;
@@ -345,6 +371,9 @@ fn perm_rows(gpu: &Gpu, n: usize, reps: u32, out: &mut String) -> Result<()> {
         ("gather", 1),
         ("scatter", 2),
         ("inverse gather", 3),
+        ("gather x4", 4),
+        ("gather x8", 5),
+        ("inverse gather x4", 6),
     ] {
         let mut launch = || -> Result<()> {
             stream.memcpy_dtod(&ba, &mut bb)?;
@@ -352,7 +381,10 @@ fn perm_rows(gpu: &Gpu, n: usize, reps: u32, out: &mut String) -> Result<()> {
                 0 => return Ok(()),
                 1 => (&g, &dp),
                 2 => (&s, &dp),
-                _ => (&g, &di),
+                3 => (&g, &di),
+                4 => (&g4, &dp),
+                5 => (&g8, &dp),
+                _ => (&g4, &di),
             };
             let mut b = stream.launch_builder(f);
             b.arg(&ni).arg(p).arg(&src).arg(&mut dst);
