@@ -277,36 +277,11 @@ __device__ void cg_update_xp(int n, T* __restrict__ x, T* __restrict__ p,
 
 // Renumbering (see sparserl_rt::renumber): dst[i] = src[perm[i]], with perm
 // the new-to-old permutation (into the renumbered order) or its inverse
-// (back into the user's numbering): coalesced writes both ways. The reads
-// of src are random: each thread loads GATHER_UNROLL indices, then issues
-// all their gathers back to back, so that many are in flight per thread
-// (memory-level parallelism; one per thread leaves the gather at about two
-// thirds of the rate the GPU serves random reads at).
-#define GATHER_UNROLL 4
+// (back into the user's numbering): coalesced writes both ways.
 template <typename T>
 __device__ void gather(int n, const int* __restrict__ perm, const T* __restrict__ src,
                        T* __restrict__ dst) {
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + (GATHER_UNROLL - 1) * stride < n; i += GATHER_UNROLL * stride) {
-        int p[GATHER_UNROLL];
-        T v[GATHER_UNROLL];
-#pragma unroll
-        for (int u = 0; u < GATHER_UNROLL; ++u) {
-            p[u] = perm[i + u * stride];
-        }
-#pragma unroll
-        for (int u = 0; u < GATHER_UNROLL; ++u) {
-            v[u] = __ldg(src + p[u]);
-        }
-#pragma unroll
-        for (int u = 0; u < GATHER_UNROLL; ++u) {
-            dst[i + u * stride] = v[u];
-        }
-    }
-    for (; i < n; i += stride) {
-        dst[i] = __ldg(src + perm[i]);
-    }
+    GRID_LOOP(i, n) { dst[i] = __ldg(src + perm[i]); }
 }
 
 #define INSTANTIATE(T, S)                                                                        \
