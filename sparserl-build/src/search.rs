@@ -24,9 +24,11 @@
 //!    candidates) is spent or `patience` generations bring no improvement
 //!    larger than 1% (the latter only after `min_explore` candidates or a
 //!    quarter of the budget, so cheap small-matrix searches keep exploring).
-//! 3. Hill climbing: every single-parameter neighbour of the best variant is
-//!    measured ([`neighbors`]); if one is better by more than 1% the climb
-//!    continues from it, while the budget lasts.
+//! 3. Hill climbing from several starts: every single-parameter neighbour
+//!    ([`neighbors`]) of the best variant not yet climbed from among the
+//!    `parents` best is measured, and again from the next such variant (a
+//!    better neighbour found on the way is then the next start), until
+//!    each of the `parents` best has been a start or the budget is spent.
 //! 4. Finalists: the incumbent (best by first measurement) and up to
 //!    `finalists - 1` challengers are re-measured up to `rounds` times (one
 //!    round always; more while within the budget, of which 15% is reserved
@@ -218,7 +220,7 @@ pub struct SearchConfig {
     pub max_candidates: usize,
     /// Policy proposals measured first.
     pub initial: usize,
-    /// Parents per generation.
+    /// Parents per generation, and starts of the hill climb.
     pub parents: usize,
     /// Children per generation.
     pub children: usize,
@@ -680,28 +682,38 @@ pub fn search(
             break;
         }
     }
-    // Hill climbing: measure every single-parameter neighbour of the best
-    // variant, move to a better one, repeat, while the budget lasts.
+    // Hill climbing from several starts: every single-parameter neighbour of
+    // the best variant not climbed from yet among the `parents` best, until
+    // each of those is a start or the budget is spent. A neighbour that beats
+    // the others becomes a start in turn (the climb continues from it); the
+    // runners-up are starts too, because a local optimum of the fine knobs
+    // can sit next to a better kernel one step from a runner-up.
     let mut climbed = 0;
-    while !over_budget(&led) {
-        let Some((best, best_gbs)) = led.best() else {
+    let mut starts: Vec<Variant> = Vec::new();
+    'climb: while !over_budget(&led) {
+        let next = led
+            .ranked()
+            .into_iter()
+            .take(cfg.parents.max(1))
+            .find(|(v, _)| !starts.contains(v));
+        let Some((start, _)) = next else {
             break;
         };
-        for n in neighbors(&best) {
+        starts.push(start);
+        for n in neighbors(&start) {
             if over_budget(&led) {
-                break;
+                break 'climb;
             }
             if led.explore(source, n, "climb", cfg.reps)? {
                 climbed += 1;
             }
         }
-        match led.best() {
-            Some((_, g)) if g > best_gbs * 1.01 => continue,
-            _ => break,
-        }
     }
     if climbed > 0 {
-        stopped = format!("{stopped}; then {climbed} neighbours of the best measured");
+        stopped = format!(
+            "{stopped}; then {climbed} neighbours of {} of the best measured",
+            starts.len()
+        );
     }
     if over_budget(&led) && !stopped.contains("budget") {
         stopped = format!("{stopped}; budget spent");

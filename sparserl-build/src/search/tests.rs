@@ -865,3 +865,71 @@ fn the_allowed_numberings_bind_every_candidate() {
     assert!(!src.measured.is_empty());
     assert!(src.measured.iter().all(|v| v.reorder == Reorder::Degree));
 }
+
+/// A landscape with a trap: the policy's first proposal `t` beats every one
+/// of its neighbours, the runner-up `r` is 1% slower, and `w`, one block
+/// size away from `r` (two parameters away from `t`), is 10% faster than
+/// `t`. Everything else is slow.
+struct Trap {
+    t: Variant,
+    r: Variant,
+    w: Variant,
+}
+
+impl MeasureSource for Trap {
+    fn samples(&self) -> usize {
+        1
+    }
+    fn measure(
+        &mut self,
+        v: &Variant,
+        _reps: u32,
+    ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+        let gbs = match *v {
+            x if x == self.w => 1100.0,
+            x if x == self.t => 1000.0,
+            x if x == self.r => 990.0,
+            _ => 100.0,
+        };
+        let res = SampleResult {
+            correct: true,
+            rel_err: 1e-7,
+            gbs,
+            median_us: 10.0,
+            error: None,
+        };
+        Ok((vec![res], 0.1))
+    }
+}
+
+#[test]
+fn the_climb_also_starts_from_the_runners_up() {
+    let p = proposals();
+    let (t, r) = (p[0].canonical(), p[1].canonical());
+    let w = Variant {
+        block: if r.block == 64 { 128 } else { 64 },
+        ..r
+    }
+    .canonical();
+    assert!(w != t && !neighbors(&t).contains(&w), "{t} {r} {w}");
+    assert!(neighbors(&r).contains(&w));
+    // The evolution stops after one generation without improvement.
+    let cfg = SearchConfig {
+        initial: 2,
+        patience: 1,
+        min_explore: 0,
+        budget_seconds: 1000.0,
+        max_candidates: 1000,
+        ..SearchConfig::default()
+    };
+    let mut src = Trap { t, r, w };
+    let out = search(&p[..2], &mut src, &cfg).unwrap();
+    assert_eq!(out.winner, w, "{}", out.stopped);
+    assert!(
+        out.trials
+            .iter()
+            .any(|tr| tr.variant == w && tr.phase == "climb"),
+        "{}",
+        out.stopped
+    );
+}
