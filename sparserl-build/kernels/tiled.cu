@@ -5,9 +5,13 @@
 // tile into pieces of up to sparserl_rt::tiled::PIECE); one block per tile
 // (grid-stride over tiles). Two extra parameters follow the common ABI:
 //
-//   meta:    int[2 + 3 n_tiles + 2 + 2 n_acc] =
+//   meta:    int[2 + 4 n_tiles + 2 + 2 n_acc] =
 //            { n_tiles, n_acc, tile_row[n_tiles + 1], tile_nnz[n_tiles + 1],
-//              tile_acc[n_tiles], acc_row[n_acc], acc_pieces[n_acc] }
+//              tile_acc[n_tiles], acc_row[n_acc], acc_pieces[n_acc],
+//              order[n_tiles] }
+//            block i (grid-stride) takes tile order[i]: the pieces of long
+//            rows first, longest first, so that none starts last and runs on
+//            alone; then the whole-row tiles in matrix order.
 //   scratch: double[2 n_acc]: accumulators of the rows cut into pieces, then
 //            their 32-bit completion counters (zero between launches).
 //
@@ -87,7 +91,15 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
     const int tid = (int)threadIdx.x;
     const unsigned lane = threadIdx.x & 31u;
 
-    for (int t = (int)blockIdx.x; t < n_tiles; t += (int)gridDim.x) {
+    for (int b = (int)blockIdx.x; b < n_tiles; b += (int)gridDim.x) {
+#if SPARSERL_TILED_NATURAL_ORDER
+        const int t = b;  // kernel-lab comparison only: the tiles in matrix order
+#else
+        // order[b]; order = acc_pieces + n_acc, read through acc_pieces,
+        // which is live anyway (a pointer of its own costs the fused
+        // entries two registers, and spills under the 32-register budget).
+        const int t = acc_pieces[n_acc + b];
+#endif
         const int k0 = tile_nnz[t];
         const int len = tile_nnz[t + 1] - k0;
         const int acc = tile_acc[t];

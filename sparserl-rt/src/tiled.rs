@@ -16,15 +16,23 @@
 //! `32 g` products is summed by a whole warp instead, so one long row cannot
 //! stall a tile of short ones.
 //!
+//! Blocks take the tiles in [`TiledLayout::order`]: the pieces of long rows
+//! first, longest first, then the tiles of whole rows in matrix order. A
+//! piece does up to eight times the work of a tile; started among the last
+//! blocks (a long row near the end of the matrix) it would run on alone
+//! after the rest of the grid has finished. Scheduling the longest work
+//! first keeps that tail short, and the whole-row tiles, still in order,
+//! keep the `x` locality of neighbouring rows.
+//!
 //! Device form: one `i32` array `meta = [n_tiles, n_acc, tile_row[n_tiles + 1],
 //! tile_nnz[n_tiles + 1], tile_acc[n_tiles], acc_row[n_acc],
-//! acc_pieces[n_acc]]`: tile `t` covers rows `tile_row[t] ..
+//! acc_pieces[n_acc], order[n_tiles]]`: tile `t` covers rows `tile_row[t] ..
 //! tile_row[t + 1]` and nonzeros `tile_nnz[t] .. tile_nnz[t + 1]`, or, when
 //! `tile_acc[t] >= 0`, is one piece of row `acc_row[tile_acc[t]]` (a row of
-//! `acc_pieces` pieces). Plus a zeroed `f64` scratch of `2 * n_acc` slots:
+//! `acc_pieces` pieces); block `i` (grid-stride) takes tile `order[i]`. Plus a zeroed `f64` scratch of `2 * n_acc` slots:
 //! the accumulators, then per long row a 32-bit completion counter in each
-//! slot; kernels leave it zeroed. The metadata is 12 bytes per tile (about
-//! 1.5% of the CSR bytes of a matrix whose tiles are full).
+//! slot; kernels leave it zeroed. The metadata is 16 bytes per tile (about
+//! 2% of the CSR bytes of a matrix whose tiles are full).
 //!
 //! ```
 //! use sparserl_rt::{Csr, tiled};
@@ -37,6 +45,8 @@
 //! assert_eq!(l.tiles(), 5);
 //! assert_eq!(l.acc_row, vec![1]);
 //! assert_eq!(l.acc_pieces, vec![3]);
+//! // Blocks take the pieces first, longest first, then the other tiles.
+//! assert_eq!(l.order, vec![1, 2, 3, 0, 4]);
 //! ```
 
 use crate::csr::Csr;
@@ -66,6 +76,10 @@ pub struct TiledLayout {
     pub acc_row: Vec<i32>,
     /// Pieces of each of those rows.
     pub acc_pieces: Vec<i32>,
+    /// The tiles in the order blocks take them: pieces first (longest
+    /// first, ties in matrix order), then the whole-row tiles in matrix
+    /// order. A permutation of `0..tiles()`.
+    pub order: Vec<i32>,
 }
 
 impl TiledLayout {
@@ -78,6 +92,7 @@ impl TiledLayout {
             tile_acc: Vec::new(),
             acc_row: Vec::new(),
             acc_pieces: Vec::new(),
+            order: Vec::new(),
         };
         // The open tile: first row, rows, nonzeros.
         let mut open: Option<(usize, usize, usize)> = None;
@@ -121,6 +136,7 @@ impl TiledLayout {
         }
         l.tile_row.push(csr.rows() as i32);
         l.tile_nnz.push(csr.nnz() as i32);
+        l.order = launch_order(&l.tile_nnz, &l.tile_acc);
         l
     }
 
@@ -132,7 +148,7 @@ impl TiledLayout {
     /// The device `meta` array (see the module docs).
     pub fn meta(&self) -> Vec<i32> {
         let n = self.tiles();
-        let mut m = Vec::with_capacity(2 + 3 * n + 2 + 2 * self.acc_row.len());
+        let mut m = Vec::with_capacity(2 + 4 * n + 2 + 2 * self.acc_row.len());
         m.push(n.min(i32::MAX as usize) as i32);
         m.push(self.acc_row.len() as i32);
         m.extend(&self.tile_row);
@@ -140,8 +156,19 @@ impl TiledLayout {
         m.extend(&self.tile_acc);
         m.extend(&self.acc_row);
         m.extend(&self.acc_pieces);
+        m.extend(&self.order);
         m
     }
+}
+
+/// Pieces (`tile_acc >= 0`) by length, longest first, ties in matrix order;
+/// then the whole-row tiles in matrix order.
+fn launch_order(tile_nnz: &[i32], tile_acc: &[i32]) -> Vec<i32> {
+    let len = |t: usize| tile_nnz[t + 1] - tile_nnz[t];
+    let mut pieces: Vec<usize> = (0..tile_acc.len()).filter(|&t| tile_acc[t] >= 0).collect();
+    pieces.sort_by_key(|&t| (std::cmp::Reverse(len(t)), t));
+    let rest = (0..tile_acc.len()).filter(|&t| tile_acc[t] < 0);
+    pieces.into_iter().chain(rest).map(|t| t as i32).collect()
 }
 
 #[cfg(all(test, feature = "tools"))]
@@ -189,8 +216,25 @@ mod tests {
             assert!((indptr[r as usize + 1] - indptr[r as usize]) as usize > TILE);
         }
         let m = l.meta();
-        assert_eq!(m.len(), 2 + 3 * n + 2 + 2 * l.acc_row.len());
+        assert_eq!(m.len(), 2 + 4 * n + 2 + 2 * l.acc_row.len());
         assert_eq!(m[0] as usize, n);
+        assert_eq!(&m[m.len() - n..], &l.order[..]);
+        // The launch order: a permutation, pieces first and longest first,
+        // then the whole-row tiles ascending.
+        let mut seen = vec![false; n];
+        for &t in &l.order {
+            assert!(
+                !std::mem::replace(&mut seen[t as usize], true),
+                "tile {t} twice"
+            );
+        }
+        assert!(seen.iter().all(|&s| s));
+        let n_pieces = l.tile_acc.iter().filter(|&&a| a >= 0).count();
+        let (first, rest) = l.order.split_at(n_pieces);
+        let len = |t: i32| l.tile_nnz[t as usize + 1] - l.tile_nnz[t as usize];
+        assert!(first.iter().all(|&t| l.tile_acc[t as usize] >= 0));
+        assert!(first.windows(2).all(|w| len(w[0]) >= len(w[1])));
+        assert!(rest.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
