@@ -5,13 +5,13 @@
 // tile into pieces of up to sparserl_rt::tiled::PIECE); one block per tile
 // (grid-stride over tiles). Two extra parameters follow the common ABI:
 //
-//   meta:    int[2 + 4 n_tiles + 2 + 2 n_acc] =
+//   meta:    int[2 + 3 n_tiles + 2 + 2 n_acc] =
 //            { n_tiles, n_acc, tile_row[n_tiles + 1], tile_nnz[n_tiles + 1],
-//              tile_acc[n_tiles], acc_row[n_acc], acc_pieces[n_acc],
-//              order[n_tiles] }
-//            block i (grid-stride) takes tile order[i]: the pieces of long
-//            rows first, longest first, so that none starts last and runs on
-//            alone; then the whole-row tiles in matrix order.
+//              tile_acc[n_tiles], acc_row[n_acc], acc_pieces[n_acc] }
+//            The pieces of long rows come first, longest first (a piece's
+//            tile_row entry is its end nonzero), so that none starts last
+//            and runs on alone; then every tile in matrix order, where a
+//            piece's place (tile_acc == -2) is skipped.
 //   scratch: double[2 n_acc]: accumulators of the rows cut into pieces, then
 //            their 32-bit completion counters (zero between launches).
 //
@@ -91,19 +91,16 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
     const int tid = (int)threadIdx.x;
     const unsigned lane = threadIdx.x & 31u;
 
-    for (int b = (int)blockIdx.x; b < n_tiles; b += (int)gridDim.x) {
-#if SPARSERL_TILED_NATURAL_ORDER
-        const int t = b;  // kernel-lab comparison only: the tiles in matrix order
-#else
-        // order[b]; order = acc_pieces + n_acc, read through acc_pieces,
-        // which is live anyway (a pointer of its own costs the fused
-        // entries two registers, and spills under the 32-register budget).
-        const int t = acc_pieces[n_acc + b];
-#endif
+    for (int t = (int)blockIdx.x; t < n_tiles; t += (int)gridDim.x) {
         const int k0 = tile_nnz[t];
-        const int len = tile_nnz[t + 1] - k0;
+        int len = tile_nnz[t + 1] - k0;
+        // acc < -1: a piece's place in matrix order, skipped (one of the
+        // first blocks took the piece).
         const int acc = tile_acc[t];
         if (acc >= 0) {
+            // Pieces are listed out of matrix order: a piece ends at its
+            // tile_row entry (one more load, once per piece).
+            len = tile_row[t] - k0;
             // One piece of a long row: block reduction, then the row's accumulator.
             ACC s = ACC(0);
             // A piece may be longer than a tile (it needs no shared memory):
@@ -164,7 +161,7 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
                 }
             }
             __syncthreads();  // warp_sums is reused by the next tile
-        } else {
+        } else if (acc == -1) {
             // Whole rows: products to shared memory, then g lanes per row.
             if (tid == 0) {
                 n_long = 0;

@@ -31,7 +31,7 @@ impl fmt::Debug for DeviceBinned {
 
 /// The tile layout of a [`DeviceCsr`](super::DeviceCsr) (see [`crate::tiled`]).
 pub struct DeviceTiled {
-    /// `[n_tiles, n_acc, tile_row, tile_nnz, tile_acc, acc_row, acc_pieces, order]`.
+    /// `[n_tiles, n_acc, tile_row, tile_nnz, tile_acc, acc_row, acc_pieces]`.
     pub meta: CudaSlice<i32>,
     /// `2 * n_acc` zeroed slots (at least one): accumulators of the rows cut
     /// into pieces and their completion counters, written by tiled kernels
