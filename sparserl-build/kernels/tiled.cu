@@ -8,10 +8,6 @@
 //   meta:    int[2 + 3 n_tiles + 2 + 2 n_acc] =
 //            { n_tiles, n_acc, tile_row[n_tiles + 1], tile_nnz[n_tiles + 1],
 //              tile_acc[n_tiles], acc_row[n_acc], acc_pieces[n_acc] }
-//            The pieces of long rows come first, longest first (a piece's
-//            tile_row entry is its end nonzero), so that none starts last
-//            and runs on alone; then every tile in matrix order, where a
-//            piece's place (tile_acc == -2) is skipped.
 //   scratch: double[2 n_acc]: accumulators of the rows cut into pieces, then
 //            their 32-bit completion counters (zero between launches).
 //
@@ -93,14 +89,9 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
 
     for (int t = (int)blockIdx.x; t < n_tiles; t += (int)gridDim.x) {
         const int k0 = tile_nnz[t];
-        int len = tile_nnz[t + 1] - k0;
-        // acc < -1: a piece's place in matrix order, skipped (one of the
-        // first blocks took the piece).
+        const int len = tile_nnz[t + 1] - k0;
         const int acc = tile_acc[t];
         if (acc >= 0) {
-            // Pieces are listed out of matrix order: a piece ends at its
-            // tile_row entry (one more load, once per piece).
-            len = tile_row[t] - k0;
             // One piece of a long row: block reduction, then the row's accumulator.
             ACC s = ACC(0);
             // A piece may be longer than a tile (it needs no shared memory):
@@ -161,7 +152,7 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
                 }
             }
             __syncthreads();  // warp_sums is reused by the next tile
-        } else if (acc == -1) {
+        } else {
             // Whole rows: products to shared memory, then g lanes per row.
             if (tid == 0) {
                 n_long = 0;

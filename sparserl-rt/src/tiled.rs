@@ -16,30 +16,15 @@
 //! `32 g` products is summed by a whole warp instead, so one long row cannot
 //! stall a tile of short ones.
 //!
-//! Blocks take the pieces first, longest first, then the tiles of whole
-//! rows in matrix order. A piece does up to eight times the work of a tile;
-//! started among the last blocks (a long row near the end of the matrix) it
-//! would run on alone after the rest of the grid has finished. Scheduling
-//! the longest work first keeps that tail short, and the whole-row tiles,
-//! still in order, keep the `x` locality of neighbouring rows. The order is
-//! the storage order, so a block finds its tile without an extra dependent
-//! load: the layout lists the [`TiledLayout::pieces`] pieces first, then
-//! every tile in matrix order, where each piece's entry stays as a marker
-//! that the block meeting it skips (`tile_acc == SKIP`).
-//!
 //! Device form: one `i32` array `meta = [n_tiles, n_acc, tile_row[n_tiles + 1],
 //! tile_nnz[n_tiles + 1], tile_acc[n_tiles], acc_row[n_acc],
-//! acc_pieces[n_acc]]`, one block per tile (grid-stride). Tile `t` with
-//! `tile_acc[t] == -1` covers rows `tile_row[t] .. tile_row[t + 1]` and
-//! nonzeros `tile_nnz[t] .. tile_nnz[t + 1]`; with `tile_acc[t] >= 0` it is
-//! one piece of row `acc_row[tile_acc[t]]` (a row of `acc_pieces` pieces),
-//! nonzeros `tile_nnz[t] .. tile_row[t]` (a piece's `tile_row` entry is its
-//! end); with `tile_acc[t] == SKIP` it is a piece's place in matrix order,
-//! which only keeps `tile_row` and `tile_nnz` ascending there. Plus a zeroed `f64` scratch of `2 * n_acc` slots:
+//! acc_pieces[n_acc]]`: tile `t` covers rows `tile_row[t] ..
+//! tile_row[t + 1]` and nonzeros `tile_nnz[t] .. tile_nnz[t + 1]`, or, when
+//! `tile_acc[t] >= 0`, is one piece of row `acc_row[tile_acc[t]]` (a row of
+//! `acc_pieces` pieces). Plus a zeroed `f64` scratch of `2 * n_acc` slots:
 //! the accumulators, then per long row a 32-bit completion counter in each
 //! slot; kernels leave it zeroed. The metadata is 12 bytes per tile (about
-//! 1.5% of the CSR bytes of a matrix whose tiles are full), twice that for
-//! a piece.
+//! 1.5% of the CSR bytes of a matrix whose tiles are full).
 //!
 //! ```
 //! use sparserl_rt::{Csr, tiled};
@@ -48,11 +33,8 @@
 //! t.extend((0..20000).map(|c| (1, c, 0.5)));
 //! let a = Csr::from_triplets(100, 20000, &t).unwrap();
 //! let l = tiled::TiledLayout::build(&a);
-//! // The three pieces of row 1 (8192 + 8192 + 3616) first; then row 0, the
-//! // places of the pieces (skipped), rows 2..100.
-//! assert_eq!(l.pieces, 3);
-//! assert_eq!(l.tiles(), 3 + 5);
-//! assert_eq!(l.tile_acc, vec![0, 0, 0, -1, tiled::SKIP, tiled::SKIP, tiled::SKIP, -1]);
+//! // Row 0, then row 1 in three pieces (8192 + 8192 + 3616), then rows 2..100.
+//! assert_eq!(l.tiles(), 5);
 //! assert_eq!(l.acc_row, vec![1]);
 //! assert_eq!(l.acc_pieces, vec![3]);
 //! ```
@@ -71,23 +53,15 @@ pub const PIECE: usize = 8192;
 /// Most rows of one tile.
 pub const TILE_ROWS: usize = 1024;
 
-/// `tile_acc` of a piece's place in matrix order: the block that meets it
-/// does nothing (one of the first blocks took the piece).
-pub const SKIP: i32 = -2;
-
-/// The host form of the layout (see the module docs for the order).
+/// The host form of the layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TiledLayout {
-    /// Per tile and one past the end: first row (`rows` at the end); of a
-    /// piece (the first [`pieces`](Self::pieces) tiles), its end nonzero.
+    /// Per tile and one past the end: first row (`rows` at the end).
     pub tile_row: Vec<i32>,
     /// Per tile and one past the end: first nonzero (`nnz` at the end).
     pub tile_nnz: Vec<i32>,
-    /// Per tile: index of the long row it is a piece of, -1 (whole rows),
-    /// or [`SKIP`] (a piece's place in matrix order).
+    /// Per tile: index of the long row it is a piece of, or -1.
     pub tile_acc: Vec<i32>,
-    /// The pieces listed first, longest first (ties in matrix order).
-    pub pieces: usize,
     /// The rows cut into pieces, ascending.
     pub acc_row: Vec<i32>,
     /// Pieces of each of those rows.
@@ -104,7 +78,6 @@ impl TiledLayout {
             tile_acc: Vec::new(),
             acc_row: Vec::new(),
             acc_pieces: Vec::new(),
-            pieces: 0,
         };
         // The open tile: first row, rows, nonzeros.
         let mut open: Option<(usize, usize, usize)> = None;
@@ -148,30 +121,7 @@ impl TiledLayout {
         }
         l.tile_row.push(csr.rows() as i32);
         l.tile_nnz.push(csr.nnz() as i32);
-        l.pieces_first();
         l
-    }
-
-    /// Lists the pieces first, longest first, and marks their places in
-    /// matrix order [`SKIP`] (see the module docs).
-    fn pieces_first(&mut self) {
-        let n = self.tile_acc.len();
-        let len = |t: usize| self.tile_nnz[t + 1] - self.tile_nnz[t];
-        let mut first: Vec<usize> = (0..n).filter(|&t| self.tile_acc[t] >= 0).collect();
-        first.sort_by_key(|&t| (std::cmp::Reverse(len(t)), t));
-        // In matrix order a piece ends where the next tile starts.
-        let end: Vec<i32> = first.iter().map(|&t| self.tile_nnz[t + 1]).collect();
-        let start: Vec<i32> = first.iter().map(|&t| self.tile_nnz[t]).collect();
-        let acc: Vec<i32> = first.iter().map(|&t| self.tile_acc[t]).collect();
-        for a in &mut self.tile_acc {
-            if *a >= 0 {
-                *a = SKIP;
-            }
-        }
-        self.tile_row.splice(0..0, end);
-        self.tile_nnz.splice(0..0, start);
-        self.tile_acc.splice(0..0, acc);
-        self.pieces = first.len();
     }
 
     /// Number of tiles.
@@ -199,71 +149,41 @@ mod tests {
     use super::*;
     use crate::synth;
 
-    /// Every tile obeys the limits, the pieces come first, longest first, and
-    /// the blocks that do work (pieces and whole-row tiles) take every
-    /// nonzero exactly once.
+    /// Every tile obeys the limits and the tiles partition rows and nonzeros.
     fn check(a: &Csr) {
         let l = TiledLayout::build(a);
         let indptr = a.indptr();
         let n = l.tiles();
-        let p = l.pieces;
         assert_eq!(l.tile_row.len(), n + 1);
         assert_eq!(l.tile_nnz.len(), n + 1);
-        // Matrix order after the pieces.
-        assert_eq!(l.tile_row[p], 0);
-        assert_eq!(l.tile_nnz[p], 0);
+        assert_eq!(l.tile_row[0], 0);
+        assert_eq!(l.tile_nnz[0], 0);
         assert_eq!(l.tile_row[n] as usize, a.rows());
         assert_eq!(l.tile_nnz[n] as usize, a.nnz());
-        let mut taken = vec![0u8; a.nnz()];
         let mut pieces = vec![0i32; l.acc_row.len()];
-        let mut places = Vec::new();
-        for t in 0..p {
-            let acc = l.tile_acc[t];
-            assert!(acc >= 0, "tile {t} of the first {p} is no piece");
-            let (k0, k1) = (l.tile_nnz[t] as usize, l.tile_row[t] as usize);
-            assert!(k1 > k0 && k1 - k0 <= PIECE, "piece {t}: {k0}..{k1}");
-            let r = l.acc_row[acc as usize] as usize;
-            assert!(k0 >= indptr[r] as usize && k1 <= indptr[r + 1] as usize);
-            if t > 0 {
-                let prev = l.tile_row[t - 1] - l.tile_nnz[t - 1];
-                assert!(prev >= (k1 - k0) as i32, "pieces not longest first");
-            }
-            pieces[acc as usize] += 1;
-            taken[k0..k1].iter_mut().for_each(|x| *x += 1);
-        }
-        for t in p..n {
+        for t in 0..n {
             let (r0, r1) = (l.tile_row[t] as usize, l.tile_row[t + 1] as usize);
             let (k0, k1) = (l.tile_nnz[t] as usize, l.tile_nnz[t + 1] as usize);
-            match l.tile_acc[t] {
-                SKIP => {
-                    assert!(k1 > k0 && k1 - k0 <= PIECE, "place {t}");
-                    assert!(l.acc_row.contains(&(r0 as i32)));
-                    places.push((k0, k1));
+            assert!(k1 > k0 || l.tile_acc[t] < 0, "piece tile {t} is empty");
+            if l.tile_acc[t] >= 0 {
+                assert!(k1 - k0 <= PIECE, "piece {t} has {} nonzeros", k1 - k0);
+                let acc = l.tile_acc[t] as usize;
+                let r = l.acc_row[acc] as usize;
+                assert_eq!(r0, r);
+                assert!(k0 >= indptr[r] as usize && k1 <= indptr[r + 1] as usize);
+                pieces[acc] += 1;
+            } else {
+                assert!(k1 - k0 <= TILE, "tile {t} has {} nonzeros", k1 - k0);
+                assert!(r1 > r0 && r1 - r0 <= TILE_ROWS, "tile {t}");
+                assert_eq!(k0, indptr[r0] as usize);
+                assert_eq!(k1, indptr[r1] as usize);
+                // Greedy: the next row would not have fitted.
+                if t + 1 < n && l.tile_acc[t + 1] < 0 {
+                    let next = (indptr[r1 + 1] - indptr[r1]) as usize;
+                    assert!(k1 - k0 + next > TILE || r1 - r0 == TILE_ROWS, "tile {t}");
                 }
-                -1 => {
-                    assert!(k1 - k0 <= TILE, "tile {t} has {} nonzeros", k1 - k0);
-                    assert!(r1 > r0 && r1 - r0 <= TILE_ROWS, "tile {t}");
-                    assert_eq!(k0, indptr[r0] as usize);
-                    assert_eq!(k1, indptr[r1] as usize);
-                    // Greedy: the next row would not have fitted.
-                    if t + 1 < n && l.tile_acc[t + 1] == -1 {
-                        let next = (indptr[r1 + 1] - indptr[r1]) as usize;
-                        assert!(k1 - k0 + next > TILE || r1 - r0 == TILE_ROWS, "tile {t}");
-                    }
-                    taken[k0..k1].iter_mut().for_each(|x| *x += 1);
-                }
-                other => panic!("tile {t} after the pieces has tile_acc {other}"),
             }
         }
-        assert!(
-            taken.iter().all(|&x| x == 1),
-            "a nonzero taken twice or never"
-        );
-        let mut firsts: Vec<(usize, usize)> = (0..p)
-            .map(|t| (l.tile_nnz[t] as usize, l.tile_row[t] as usize))
-            .collect();
-        firsts.sort_unstable();
-        assert_eq!(firsts, places, "the pieces are not their places");
         assert_eq!(pieces, l.acc_pieces);
         for &r in &l.acc_row {
             assert!((indptr[r as usize + 1] - indptr[r as usize]) as usize > TILE);
@@ -283,17 +203,5 @@ mod tests {
         let t = vec![(3u32, 1u32, 1.0), (3000, 2, 2.0)];
         check(&Csr::from_triplets(5000, 10, &t).unwrap());
         check(&Csr::from_triplets(7, 7, &[]).unwrap());
-        // Long rows of several pieces, one of them the last row.
-        let mut t: Vec<(u32, u32, f64)> = (0..3000u32)
-            .flat_map(|r| (0..3).map(move |j| (r, (r * 7 + j) % 30_000, 1.0)))
-            .collect();
-        t.extend((0..20_000).map(|c| (5, c, 1.0)));
-        t.extend((0..9000).map(|c| (2999, c + 100, 1.0)));
-        t.extend((0..1500).map(|c| (1000, c, 1.0)));
-        let a = Csr::from_triplets(3000, 30_000, &t).unwrap();
-        check(&a);
-        let l = TiledLayout::build(&a);
-        assert_eq!(l.pieces, 3 + 2 + 1);
-        assert_eq!(l.acc_row, vec![5, 1000, 2999]);
     }
 }
