@@ -41,6 +41,18 @@ impl MeasureSource for Sim {
     }
 }
 
+/// One correct sample at `gbs`, measured at a cost of `seconds`.
+fn one_correct_sample(gbs: f64, seconds: f64) -> (Vec<SampleResult>, f64) {
+    let res = SampleResult {
+        correct: true,
+        rel_err: 1e-7,
+        gbs,
+        median_us: 10.0,
+        error: None,
+    };
+    (vec![res], seconds)
+}
+
 fn score(v: &Variant) -> f64 {
     let base = match v.strategy {
         Strategy::GroupPerRow => 1000.0 + 50.0 * (v.lanes as f64).log2(),
@@ -286,16 +298,7 @@ fn a_noisy_tie_does_not_flip_the_incumbent() {
                 10.0
             };
             let g = base * (1.0 + 0.05 * (self.0.random::<f64>() - 0.5));
-            Ok((
-                vec![SampleResult {
-                    correct: true,
-                    rel_err: 0.0,
-                    gbs: g,
-                    median_us: 1.0,
-                    error: None,
-                }],
-                0.01,
-            ))
+            Ok(one_correct_sample(g, 0.01))
         }
     }
     let a = Variant::of(Strategy::GroupPerRow);
@@ -891,14 +894,7 @@ impl MeasureSource for Trap {
             x if x == self.r => 990.0,
             _ => 100.0,
         };
-        let res = SampleResult {
-            correct: true,
-            rel_err: 1e-7,
-            gbs,
-            median_us: 10.0,
-            error: None,
-        };
-        Ok((vec![res], 0.1))
+        Ok(one_correct_sample(gbs, 0.1))
     }
 }
 
