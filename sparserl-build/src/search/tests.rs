@@ -487,17 +487,16 @@ fn the_allowed_numberings_bind_every_candidate() {
     assert!(src.measured.iter().all(|v| v.reorder == Reorder::Degree));
 }
 
-/// A landscape with a trap: the policy's first proposal `t` beats every one
-/// of its neighbours, the runner-up `r` is 1% slower, and `w`, one block
-/// size away from `r` (two parameters away from `t`), is 10% faster than
-/// `t`. Everything else is slow.
-struct Trap {
-    t: Variant,
-    r: Variant,
-    w: Variant,
+/// A source with fixed speeds for a few variants, 10 GB/s for the rest,
+/// where `bad`, if any, turns wrong from its `from`-th measurement on.
+struct Fixed {
+    speeds: Vec<(Variant, f64)>,
+    bad: Option<Variant>,
+    from: usize,
+    calls: usize,
 }
 
-impl MeasureSource for Trap {
+impl MeasureSource for Fixed {
     fn samples(&self) -> usize {
         1
     }
@@ -506,13 +505,25 @@ impl MeasureSource for Trap {
         v: &Variant,
         _reps: u32,
     ) -> Result<(Vec<SampleResult>, f64), SearchError> {
-        let gbs = match *v {
-            x if x == self.w => 1100.0,
-            x if x == self.t => 1000.0,
-            x if x == self.r => 990.0,
-            _ => 100.0,
+        let wrong = self.bad == Some(*v) && {
+            self.calls += 1;
+            self.calls >= self.from
         };
-        Ok(one_correct_sample(gbs, 0.1))
+        let gbs = self
+            .speeds
+            .iter()
+            .find(|(w, _)| w == v)
+            .map_or(10.0, |(_, g)| *g);
+        Ok((
+            vec![SampleResult {
+                correct: !wrong,
+                rel_err: if wrong { 1.0 } else { 0.0 },
+                gbs: if wrong { 0.0 } else { gbs },
+                median_us: 1.0,
+                error: None,
+            }],
+            0.01,
+        ))
     }
 }
 
@@ -527,7 +538,11 @@ fn the_climb_also_starts_from_the_runners_up() {
     .canonical();
     assert!(w != t && !neighbors(&t).contains(&w), "{t} {r} {w}");
     assert!(neighbors(&r).contains(&w));
-    // The evolution stops after one generation without improvement.
+    // A landscape with a trap: the policy's first proposal `t` beats every
+    // one of its neighbours, the runner-up `r` is 1% slower, and `w`, one
+    // block size away from `r` (two parameters away from `t`), is 10% faster
+    // than `t`; everything else is slow. The evolution stops after one
+    // generation without improvement.
     let cfg = SearchConfig {
         initial: 2,
         patience: 1,
@@ -536,7 +551,12 @@ fn the_climb_also_starts_from_the_runners_up() {
         max_candidates: 1000,
         ..SearchConfig::default()
     };
-    let mut src = Trap { t, r, w };
+    let mut src = Fixed {
+        speeds: vec![(w, 1100.0), (t, 1000.0), (r, 990.0)],
+        bad: None,
+        from: 0,
+        calls: 0,
+    };
     let out = search(&p[..2], &mut src, &cfg).unwrap();
     assert_eq!(out.winner, w, "{}", out.stopped);
     assert!(
