@@ -11,6 +11,12 @@
 //! fragment under study). Candidates whose label starts with `diag-` are
 //! diagnostics (e.g. a kernel with a phase switched off): timed without the
 //! reference check and never called correct.
+//!
+//! Two defines are read by the lab itself, not by the fragments: `LAB_LOAD_X`
+//! replaces the body of `load_x` (the gather of `x`) and `LAB_LOAD_M` that of
+//! the tiled kernel's streaming matrix loads, each by an expression of the
+//! pointer (`x + i`, `p`), e.g. `LAB_LOAD_X=lab_ld_el(x + i)`; the helpers in
+//! `LAB_PRELUDE` (cache-policy qualified loads) are available to them.
 
 use crate::bench::irregular_suite;
 use crate::cusparse::{self, CusparseSpmv};
@@ -133,15 +139,75 @@ fn build_matrix(name: &str) -> Result<Csr> {
     }
 }
 
-/// Compiles `c` with its defines under an entry name of its own.
-fn compile(gpu: &Gpu, c: &Candidate, idx: usize) -> Result<CudaFunction> {
+/// Loads with cache qualifiers, for `LAB_LOAD_X` / `LAB_LOAD_M`, read-only
+/// path (`.nc`) throughout: `na` no L1 allocation; `el` / `ef` an L2
+/// evict-last / evict-first cache-hint policy (sm_90 takes L2 eviction
+/// priorities only as a `createpolicy` hint on scalar loads).
+const LAB_PRELUDE: &str = r#"
+#define LAB_LD(NAME, QUAL, POLICY)                                                          \
+    __device__ __forceinline__ float NAME(const float* p) {                                 \
+        float v;                                                                            \
+        POLICY                                                                              \
+        asm("ld.global.nc" QUAL ".f32 %0, [%1]" LAB_ARG : "=f"(v) : "l"(p) LAB_IN);        \
+        return v;                                                                           \
+    }                                                                                       \
+    __device__ __forceinline__ int NAME(const int* p) {                                     \
+        int v;                                                                              \
+        POLICY                                                                              \
+        asm("ld.global.nc" QUAL ".b32 %0, [%1]" LAB_ARG : "=r"(v) : "l"(p) LAB_IN);        \
+        return v;                                                                           \
+    }
+#define LAB_POLICY(P)                                                                       \
+    unsigned long long pol;                                                                 \
+    asm("createpolicy.fractional.L2::" P ".b64 %0, 1.0;" : "=l"(pol));
+#define LAB_ARG ";"
+#define LAB_IN
+LAB_LD(lab_ld_na, ".L1::no_allocate", )
+#undef LAB_ARG
+#undef LAB_IN
+#define LAB_ARG ", %2;"
+#define LAB_IN , "l"(pol)
+LAB_LD(lab_ld_el, ".L2::cache_hint", LAB_POLICY("evict_last"))
+LAB_LD(lab_ld_ef, ".L2::cache_hint", LAB_POLICY("evict_first"))
+LAB_LD(lab_ld_na_el, ".L1::no_allocate.L2::cache_hint", LAB_POLICY("evict_last"))
+LAB_LD(lab_ld_na_ef, ".L1::no_allocate.L2::cache_hint", LAB_POLICY("evict_first"))
+#undef LAB_ARG
+#undef LAB_IN
+"#;
+
+const LOAD_X_BODY: &str =
+    "#if SPARSERL_LDG_X\n    return __ldg(x + i);\n#else\n    return x[i];\n#endif";
+const LOAD_M_BODY: &str =
+    "#if SPARSERL_STREAM_Y\n    return __ldcs(p);\n#else\n    return *p;\n#endif";
+
+/// The source of candidate `c` (f32) under the entry name `{entry}_lab{idx}`:
+/// `(entry, text)`.
+fn lab_source(c: &Candidate, idx: usize) -> Result<(String, String)> {
     let src = sparserl_build::codegen::generate(&c.variant, ValueType::F32)?;
     let entry = format!("{}_lab{idx}", src.entry);
-    let mut text = String::new();
+    let mut text = String::from(LAB_PRELUDE);
+    let mut source = src.source.replace(&src.entry, &entry);
     for (k, v) in &c.defines {
-        let _ = writeln!(text, "#define {k} {v}");
+        let body = match k.as_str() {
+            "LAB_LOAD_X" => LOAD_X_BODY,
+            "LAB_LOAD_M" => LOAD_M_BODY,
+            _ => {
+                let _ = writeln!(text, "#define {k} {v}");
+                continue;
+            }
+        };
+        if !source.contains(body) {
+            bail!("candidate `{}`: {k}: the source has no such load", c.label);
+        }
+        source = source.replace(body, &format!("    return {v};"));
     }
-    text.push_str(&src.source.replace(&src.entry, &entry));
+    text.push_str(&source);
+    Ok((entry, text))
+}
+
+/// Compiles `c` with its defines under an entry name of its own.
+fn compile(gpu: &Gpu, c: &Candidate, idx: usize) -> Result<CudaFunction> {
+    let (entry, text) = lab_source(c, idx)?;
     let arch = gpu.arch();
     let opts: Vec<String> = sparserl_build::builder::COMPILE_OPTIONS
         .iter()
@@ -399,4 +465,39 @@ fn perm_rows(gpu: &Gpu, n: usize, reps: u32, out: &mut String) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lab_loads_replace_the_fragments_loads_and_compile() {
+        let require = std::env::var("SPARSERL_REQUIRE_CUDA").is_ok_and(|v| v == "1");
+        if let Err(e) = sparserl_rt::nvrtc::locate() {
+            assert!(!require, "SPARSERL_REQUIRE_CUDA=1 but {e}");
+            eprintln!("lab loads: SKIPPED (no NVRTC)\n{e}");
+            return;
+        }
+        let c = parse_candidate(
+            "t=tiled.b256.u1.cs:LAB_LOAD_X=lab_ld_na_el(x + i);LAB_LOAD_M=lab_ld_na_ef(p)",
+        )
+        .unwrap();
+        let (entry, text) = lab_source(&c, 3).unwrap();
+        assert!(!text.contains("__ldcs(p)") && !text.contains("__ldg(x + i)"));
+        let ptx = sparserl_rt::nvrtc::compile_ptx(&text, "sm_90", &[]).unwrap();
+        assert!(ptx.contains(&format!(".entry {entry}(")));
+        assert!(ptx.contains("createpolicy.fractional.L2::evict_last.b64"));
+        assert!(ptx.contains("createpolicy.fractional.L2::evict_first.b64"));
+        assert!(ptx.contains("ld.global.nc.L1::no_allocate.L2::cache_hint.f32"));
+        assert!(ptx.contains("ld.global.nc.L1::no_allocate.L2::cache_hint.b32"));
+        // ptxas accepts them (an L2 eviction priority written on the load
+        // itself would need a vector type on sm_90).
+        if sparserl_rt::nvrtc::ptxas_available() {
+            sparserl_rt::nvrtc::assemble_cubin(&ptx, "sm_90").unwrap();
+        }
+        // A load the candidate's fragments do not have is an error, not a no-op.
+        let bad = parse_candidate("t=thread-per-row.b128.u2:LAB_LOAD_M=lab_ld_ef(p)").unwrap();
+        assert!(lab_source(&bad, 0).is_err());
+    }
 }
