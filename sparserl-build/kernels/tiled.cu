@@ -22,7 +22,8 @@
 // atomics): the block reduces its products and adds them to the row's accumulator with one
 // double atomicAdd; the piece that finishes last (a fenced per-row ticket)
 // writes y and resets the accumulator and the counter, so y needs no zeroing
-// and every row of y is written exactly once. Launches on one matrix must not
+// and every row of y is written exactly once. A row of one piece (at most
+// PIECE nonzeros) is written directly, without the accumulator. Launches on one matrix must not
 // overlap (the runtime launches on the stream the matrix was uploaded on).
 // With SPARSERL_STREAM_Y the matrix arrays are also loaded with streaming
 // (evict-first) loads.
@@ -96,7 +97,43 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
             ACC s = ACC(0);
             // A piece may be longer than a tile (it needs no shared memory):
             // SPARSERL_TILE_STEPS loads in flight per trip.
-#if SPARSERL_TILED_MLP
+#if SPARSERL_TILED_MLP && SPARSERL_EPILOGUE == 0
+            // Full trips unguarded, then at most one guarded trip (loads
+            // clamped into the piece): every load of a trip in flight at once.
+            int i0 = 0;
+            for (; i0 + SPARSERL_TILE_STEPS * BLOCK <= len; i0 += SPARSERL_TILE_STEPS * BLOCK) {
+                int c[SPARSERL_TILE_STEPS];
+                T a[SPARSERL_TILE_STEPS];
+#pragma unroll
+                for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                    c[j] = sparserl_load_matrix(indices + k0 + i0 + tid + j * BLOCK);
+                    a[j] = sparserl_load_matrix(values + k0 + i0 + tid + j * BLOCK);
+                }
+#pragma unroll
+                for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                    s += (ACC)a[j] * (ACC)load_x(x, c[j]);
+                }
+            }
+            if (i0 < len) {
+                int c[SPARSERL_TILE_STEPS];
+                T a[SPARSERL_TILE_STEPS];
+#pragma unroll
+                for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                    const int i = min(i0 + tid + j * BLOCK, len - 1);
+                    c[j] = sparserl_load_matrix(indices + k0 + i);
+                    a[j] = sparserl_load_matrix(values + k0 + i);
+                }
+#pragma unroll
+                for (int j = 0; j < SPARSERL_TILE_STEPS; ++j) {
+                    const ACC p = (ACC)a[j] * (ACC)load_x(x, c[j]);
+                    if (i0 + tid + j * BLOCK < len) {
+                        s += p;
+                    }
+                }
+            }
+#elif SPARSERL_TILED_MLP
+            // Fused entries: the epilogue's state leaves no registers for a
+            // guarded trip (it would spill); the rest one load at a time.
             int i = tid;
             for (; i + (SPARSERL_TILE_STEPS - 1) * BLOCK < len; i += SPARSERL_TILE_STEPS * BLOCK) {
                 int c[SPARSERL_TILE_STEPS];
@@ -127,6 +164,9 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
                 }
             }
 #endif
+            // Loaded before the block reduction, which hides their latency.
+            const int pieces = acc_pieces[acc];
+            const int row = acc_row[acc];
             s = group_reduce<32>(s, SPARSERL_FULL_MASK);
             if (lane == 0) {
                 warp_sums[tid / 32] = s;
@@ -135,19 +175,22 @@ extern "C" __global__ void SPARSERL_TILED_BOUNDS ENTRY(
             if (tid < 32) {
                 ACC w = tid < BLOCK / 32 ? warp_sums[tid] : ACC(0);
                 w = group_reduce<32>(w, SPARSERL_FULL_MASK);
-                if (tid == 0) {
+                if (tid == 0 && pieces == 1) {
+                    // The row's only piece: no accumulator, ticket or fence.
+                    store_y(y, row, (T)w);
+                } else if (tid == 0) {
                     unsigned* counters = reinterpret_cast<unsigned*>(scratch + meta[1]);
                     atomicAdd(scratch + acc, (double)w);
                     __threadfence();
                     const unsigned done = atomicAdd(counters + acc, 1u);
-                    if (done + 1u == (unsigned)acc_pieces[acc]) {
+                    if (done + 1u == (unsigned)pieces) {
                         // Every other piece added before its fenced ticket;
                         // read past L1.
                         __threadfence();
                         const double v = __ldcg(scratch + acc);
                         __stcg(scratch + acc, 0.0);
                         atomicExch(counters + acc, 0u);
-                        store_y(y, acc_row[acc], (T)v);
+                        store_y(y, row, (T)v);
                     }
                 }
             }
