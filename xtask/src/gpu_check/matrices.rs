@@ -227,9 +227,16 @@ pub(super) fn sanitizer_matrices() -> Result<Vec<TestMatrix>> {
             "san-empty-rows-300",
             empty_rows_matrix(300, 300, SEED + 10)?,
         ),
+        // Rows of 20000 and 3000 nonzeros: the tiled kernels' pieces of a
+        // row cut in three (atomics and completion tickets) and of a row
+        // of one piece (written directly).
         TestMatrix::edge(
-            "san-long-row-20000",
-            long_row_matrix(64, 40_000, 31, 20_000, 4, SEED + 11)?,
+            "san-long-rows-20000-3000",
+            build_rows(64, 40_000, SEED + 11, |r, _| match r {
+                31 => 20_000,
+                47 => 3_000,
+                _ => 4,
+            })?,
         ),
         TestMatrix::edge(
             "san-rect-300x70",

@@ -66,14 +66,12 @@ fn sanitizer_matrices_are_small() {
     let m = sanitizer_matrices().unwrap();
     assert_eq!(m.len(), 5);
     assert!(m.iter().all(|m| m.csr.nnz() < 30_000));
-    // A row cut into several pieces: the tiled kernels' atomics and
-    // completion tickets run under the sanitizers too.
-    assert!(m.iter().any(|m| {
-        sparserl_rt::tiled::TiledLayout::build(&m.csr)
-            .acc_pieces
-            .iter()
-            .any(|&p| p >= 2)
-    }));
+    // A row cut into several pieces (the tiled kernels' atomics and
+    // completion tickets) and a row of one piece (written directly) run
+    // under the sanitizers too.
+    let pieces = |m: &TestMatrix| sparserl_rt::tiled::TiledLayout::build(&m.csr).acc_pieces;
+    assert!(m.iter().any(|m| pieces(m).iter().any(|&p| p >= 2)));
+    assert!(m.iter().any(|m| pieces(m).contains(&1)));
     // The layout strategies run under the sanitizers too.
     assert!(
         m.iter()
