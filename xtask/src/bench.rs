@@ -559,6 +559,9 @@ fn spawn_real_loader(dir: PathBuf) -> Result<(mpsc::Receiver<Loaded>, JoinHandle
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if let Some(json) = &args.render {
+        return render::rerender(json);
+    }
     let start = Instant::now();
     let root = common::workspace_root();
     let out_dir = if args.out.is_relative() && args.out == Path::new("target/bench") {

@@ -340,6 +340,7 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
             commit: "unknown".into(),
             no_oracle: false,
             no_gather: false,
+            render: None,
         })?;
         args.dataset = sweep.clone();
         args.sweep = sweep;

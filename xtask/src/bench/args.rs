@@ -104,6 +104,10 @@ pub struct Args {
     /// (no gather floor table).
     #[arg(long)]
     pub no_gather: bool,
+    /// Only rewrite the Markdown and SVG views of this JSON report beside it
+    /// (no GPU, nothing measured).
+    #[arg(long)]
+    pub render: Option<PathBuf>,
 }
 
 impl Args {

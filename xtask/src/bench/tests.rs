@@ -263,6 +263,7 @@ fn value_args_and_no_gpu_error() {
             commit: "unknown".into(),
             no_oracle: false,
             no_gather: false,
+            render: None,
         };
         assert!(args.keeps("cti", "3D-mesh"));
         assert!(args.keeps("road_NY", "road-network"));
@@ -361,12 +362,12 @@ fn gather_floor_is_summarized_and_rendered() {
     let table = table.split("\n## ").next().unwrap();
     assert!(table.contains("| floor GB/s (x loads) | ours / floor | cuSPARSE / floor |"));
     assert!(
-        table.contains("| rmat-s20 | f32 | 1000 (ldg) | 0.98x | 1.00x | 0.98x | none | 1000 | 0.98x | 1.00x | yes |"),
+        table.contains("| rmat-s20 | f32 | 1000 (ldg) | 0.98x | 1.00x | 0.98x | 1.00x | none | 1000 | 0.98x | 1.00x | yes |"),
         "{table}"
     );
     assert!(
         table.contains(
-            "| banded | f32 | 1000 (plain) | 1.00x | 0.90x | 1.11x | - | - | - | - | no |"
+            "| banded | f32 | 1000 (plain) | 1.00x | 0.90x | 1.11x | 1.11x | - | - | - | - | no |"
         ),
         "{table}"
     );
@@ -386,6 +387,33 @@ fn gather_floor_is_summarized_and_rendered() {
     };
     assert!(!render_markdown(&plain).contains("Gather floor"));
     assert!(!render_summary_md(&plain).contains("gather"));
+}
+
+#[test]
+fn render_rewrites_the_views_of_a_json_report() {
+    let rows = gather_rows();
+    let report = Report {
+        summary: summarize(&rows, 0),
+        rows,
+        ..Report::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("spmv-x.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    render::rerender(&json).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("spmv-x.md")).unwrap();
+    assert_eq!(md, render_markdown(&report));
+    assert!(md.contains("| floor / cuSPARSE |"), "{md}");
+    assert!(dir.path().join("spmv-x.svg").exists());
+    // Not a report: an error naming the file, nothing written.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"rows\": 3}").unwrap();
+    let e = format!("{:#}", render::rerender(&bad).unwrap_err());
+    assert!(
+        e.contains("bad.json") && e.contains("not a bench report"),
+        "{e}"
+    );
+    assert!(!dir.path().join("bad.md").exists());
 }
 
 #[test]
