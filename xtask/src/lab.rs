@@ -144,35 +144,35 @@ fn build_matrix(name: &str) -> Result<Csr> {
 /// evict-last / evict-first cache-hint policy (sm_90 takes L2 eviction
 /// priorities only as a `createpolicy` hint on scalar loads).
 const LAB_PRELUDE: &str = r#"
-#define LAB_LD(NAME, QUAL, POLICY)                                                          \
+__device__ __forceinline__ float lab_ld_na(const float* p) {
+    float v;
+    asm("ld.global.nc.L1::no_allocate.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ int lab_ld_na(const int* p) {
+    int v;
+    asm("ld.global.nc.L1::no_allocate.b32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+#define LAB_LD_HINT(NAME, L1, POLICY)                                                       \
     __device__ __forceinline__ float NAME(const float* p) {                                 \
         float v;                                                                            \
-        POLICY                                                                              \
-        asm("ld.global.nc" QUAL ".f32 %0, [%1]" LAB_ARG : "=f"(v) : "l"(p) LAB_IN);        \
+        unsigned long long pol;                                                             \
+        asm("createpolicy.fractional.L2::" POLICY ".b64 %0, 1.0;" : "=l"(pol));             \
+        asm("ld.global.nc" L1 ".L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(pol)); \
         return v;                                                                           \
     }                                                                                       \
     __device__ __forceinline__ int NAME(const int* p) {                                     \
         int v;                                                                              \
-        POLICY                                                                              \
-        asm("ld.global.nc" QUAL ".b32 %0, [%1]" LAB_ARG : "=r"(v) : "l"(p) LAB_IN);        \
+        unsigned long long pol;                                                             \
+        asm("createpolicy.fractional.L2::" POLICY ".b64 %0, 1.0;" : "=l"(pol));             \
+        asm("ld.global.nc" L1 ".L2::cache_hint.b32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(pol)); \
         return v;                                                                           \
     }
-#define LAB_POLICY(P)                                                                       \
-    unsigned long long pol;                                                                 \
-    asm("createpolicy.fractional.L2::" P ".b64 %0, 1.0;" : "=l"(pol));
-#define LAB_ARG ";"
-#define LAB_IN
-LAB_LD(lab_ld_na, ".L1::no_allocate", )
-#undef LAB_ARG
-#undef LAB_IN
-#define LAB_ARG ", %2;"
-#define LAB_IN , "l"(pol)
-LAB_LD(lab_ld_el, ".L2::cache_hint", LAB_POLICY("evict_last"))
-LAB_LD(lab_ld_ef, ".L2::cache_hint", LAB_POLICY("evict_first"))
-LAB_LD(lab_ld_na_el, ".L1::no_allocate.L2::cache_hint", LAB_POLICY("evict_last"))
-LAB_LD(lab_ld_na_ef, ".L1::no_allocate.L2::cache_hint", LAB_POLICY("evict_first"))
-#undef LAB_ARG
-#undef LAB_IN
+LAB_LD_HINT(lab_ld_el, "", "evict_last")
+LAB_LD_HINT(lab_ld_ef, "", "evict_first")
+LAB_LD_HINT(lab_ld_na_el, ".L1::no_allocate", "evict_last")
+LAB_LD_HINT(lab_ld_na_ef, ".L1::no_allocate", "evict_first")
 "#;
 
 const LOAD_X_BODY: &str =
