@@ -50,6 +50,38 @@ pub fn entry(value: ValueType, load: Load) -> String {
     format!("sparserl_gather_floor_{}_{}", value.as_str(), load.name())
 }
 
+/// The speedup over cuSPARSE (on the given order) of a CSR kernel that ran
+/// at the gather floor: `(given, renumbered)`. `given`: at the floor of the
+/// given order. `renumbered` (rows whose winner is renumbered): at the floor
+/// of the renumbered matrix plus this run's cost of the permutations of a
+/// launch in the user's numbering (ours minus our kernel alone, never below
+/// zero). All rates are of the same compulsory bytes, so their inverses add
+/// as times.
+pub fn at_floor(row: &Row) -> (Option<f64>, Option<f64>) {
+    let given = ratio(row.gather_floor_gbs, row.cusparse_gbs);
+    let inv = |g: Option<f64>| g.filter(|g| g.is_finite() && *g > 0.0).map(|g| 1.0 / g);
+    let renumbered = match row.reorder.as_deref() {
+        Some(o) if o != "none" => (|| {
+            let perms = (inv(row.ours_gbs)? - inv(row.ours_kernel_same_order_gbs)?).max(0.0);
+            Some(inv(row.cusparse_gbs)? / (inv(row.gather_floor_same_order_gbs)? + perms))
+        })(),
+        _ => None,
+    };
+    (given, renumbered)
+}
+
+/// The better of ours and [`at_floor`]'s bounds: what this run shows
+/// reachable on the row, in speedup over cuSPARSE on the given order (a
+/// layout that reads fewer bytes than CSR can go beyond the floor, so ours
+/// counts where it is faster).
+pub fn reachable(row: &Row) -> Option<f64> {
+    let (given, renumbered) = at_floor(row);
+    [ratio(row.ours_gbs, row.cusparse_gbs), given, renumbered]
+        .into_iter()
+        .flatten()
+        .max_by(f64::total_cmp)
+}
+
 /// Whether ours and cuSPARSE are both within [`AT_LIMIT`] of the row's
 /// gather floor (given order).
 pub fn at_gather_limit(row: &Row) -> bool {

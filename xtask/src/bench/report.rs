@@ -168,6 +168,14 @@ pub struct SummaryPart {
     pub ours_failures: usize,
     /// Rows where every cuSPARSE algorithm failed.
     pub cusparse_failures: usize,
+    /// Over the large set's rows with a gather floor: the geometric mean of
+    /// [`gather::reachable`] (the better of ours and a CSR kernel at the
+    /// floor of the best measured order, permutations included).
+    #[serde(default)]
+    pub geomean_reachable_large: Option<f64>,
+    /// The same over the irregular set.
+    #[serde(default)]
+    pub geomean_reachable_irregular: Option<f64>,
     /// Large and irregular rows (`name (value)`) where ours and cuSPARSE
     /// are both within 5% of the gather floor of the given order: at the
     /// gather limit.
@@ -253,6 +261,12 @@ pub fn summarize_part<'a>(rows: impl Iterator<Item = &'a Row>) -> SummaryPart {
             .filter_map(|r| ratio(r.ours_gbs, r.cusparse_gbs))
             .collect()
     };
+    let reach = |suite: &str| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r.suite == suite && r.gather_floor_gbs.is_some())
+            .filter_map(|r| gather::reachable(r))
+            .collect()
+    };
     let lat: Vec<f64> = rows
         .iter()
         .filter(|r| r.suite == "real")
@@ -300,6 +314,8 @@ pub fn summarize_part<'a>(rows: impl Iterator<Item = &'a Row>) -> SummaryPart {
         rows: rows.len(),
         ours_failures: rows.iter().filter(|r| r.ours_gbs.is_none()).count(),
         cusparse_failures: rows.iter().filter(|r| r.cusparse_gbs.is_none()).count(),
+        geomean_reachable_large: gm(&reach("large")),
+        geomean_reachable_irregular: gm(&reach("irregular")),
         at_gather_limit: rows
             .iter()
             .filter(|r| r.suite == "large" || r.suite == "irregular")

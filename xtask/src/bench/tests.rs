@@ -452,3 +452,59 @@ fn reports_without_gather_fields_still_parse() {
     assert_eq!(back.rows[0].gather_floor_gbs, None);
     assert!(back.summary.all.at_gather_limit.is_empty());
 }
+
+#[test]
+fn the_floor_bounds_add_the_measured_permutations_as_times() {
+    // Rates of the same bytes: 1 / rate is a time. cuSPARSE on the given
+    // order takes 1/500; the renumbered kernel alone 1/2000, ours with the
+    // permutations 1/1000, so the permutations take 1/1000 - 1/2000 = 1/2000.
+    // At the same-order floor (1/4000) plus them: 1/4000 + 1/2000 = 3/4000,
+    // a speedup of (1/500) / (3/4000) = 8/3.
+    let mut r = row("irregular", "f32", "mesh", 1000.0, 500.0);
+    r.reorder = Some("rcm".into());
+    r.ours_kernel_same_order_gbs = Some(2000.0);
+    r.gather_floor_gbs = Some(600.0);
+    r.gather_floor_same_order_gbs = Some(4000.0);
+    let (given, renumbered) = gather::at_floor(&r);
+    assert!((given.unwrap() - 1.2).abs() < 1e-12);
+    assert!((renumbered.unwrap() - 8.0 / 3.0).abs() < 1e-12);
+    assert!((gather::reachable(&r).unwrap() - 8.0 / 3.0).abs() < 1e-12);
+    // Kept in the given order: no renumbered bound; ours counts where it is
+    // faster than the floor (a layout of fewer bytes).
+    let mut s = row("large", "f32", "stencil", 3000.0, 1500.0);
+    s.reorder = Some("none".into());
+    s.gather_floor_gbs = Some(2000.0);
+    assert_eq!(gather::at_floor(&s), (Some(2000.0 / 1500.0), None));
+    assert_eq!(gather::reachable(&s), Some(2.0));
+    // Noise that makes ours faster than the kernel alone counts as free
+    // permutations, not as a negative time.
+    let mut n = r.clone();
+    n.ours_gbs = Some(2100.0);
+    assert!((gather::at_floor(&n).1.unwrap() - 8.0).abs() < 1e-12);
+    let rows = vec![r, s, row("large", "f32", "no-floor", 1000.0, 1000.0)];
+    let report = Report {
+        summary: summarize(&rows, 0),
+        rows,
+        ..Report::default()
+    };
+    let a = &report.summary.all;
+    assert!((a.geomean_reachable_irregular.unwrap() - 8.0 / 3.0).abs() < 1e-12);
+    assert_eq!(a.geomean_reachable_large, Some(2.0));
+    let md = render_markdown(&report);
+    let table = md.split("## At the floor").nth(1).unwrap();
+    let table = table.split("\n## ").next().unwrap();
+    assert!(
+        table.contains("| mesh | f32 | rcm | 2.00x | 1.20x | 2.67x | 2.67x |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| stencil | f32 | none | 2.00x | 1.33x | - | 2.00x |"),
+        "{table}"
+    );
+    assert!(!table.contains("no-floor"), "{table}");
+    assert!(
+        render_summary_md(&report).contains("large 2.00x, irregular 2.67x"),
+        "{}",
+        render_summary_md(&report)
+    );
+}
