@@ -111,6 +111,16 @@ pub fn render_summary_md(r: &Report) -> String {
     out
 }
 
+/// The first cells of a row of the tables by order: `| matrix | value | order |`.
+fn lead_cells(x: &Row) -> String {
+    format!(
+        "| {} | {} | {} |",
+        md_cell(&x.matrix),
+        x.value,
+        x.reorder.as_deref().unwrap_or("-")
+    )
+}
+
 /// The same-order table: every row whose winner is renumbered, or of the
 /// irregular suite.
 fn same_order_table(out: &mut String, rows: &[Row]) {
@@ -137,10 +147,8 @@ fn same_order_table(out: &mut String, rows: &[Row]) {
     for x in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            md_cell(&x.matrix),
-            x.value,
-            x.reorder.as_deref().unwrap_or("-"),
+            "{} {} | {} | {} | {} | {} | {} | {} |",
+            lead_cells(x),
             fmt_opt(x.reorder_host_seconds, 2),
             fmt_opt(x.ours_gbs, 0),
             fmt_opt(x.cusparse_gbs, 0),
@@ -239,10 +247,8 @@ fn reachable_table(out: &mut String, rows: &[Row]) {
         let (given, renumbered) = gather::at_floor(x);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            md_cell(&x.matrix),
-            x.value,
-            x.reorder.as_deref().unwrap_or("-"),
+            "{} {} | {} | {} | {} |",
+            lead_cells(x),
             fmt_x(x.speedup_vs_cusparse),
             fmt_x(given),
             fmt_x(renumbered),
