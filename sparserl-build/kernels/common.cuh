@@ -26,6 +26,9 @@ typedef T sparserl_value_t;
 // Accumulator type: products are summed in double for both value types, so
 // long rows with cancellation stay within float rounding of a float64
 // reference (SpMV is memory-bound: the wider arithmetic costs no bandwidth).
+// One exception: the tiled kernel's whole-row tiles (rows of at most 1024
+// nonzeros) stage each product in shared memory in the value type, so for
+// float each product carries one float rounding before the double sum.
 typedef double ACC;
 
 // __launch_bounds__(BLOCK[, MIN_BLOCKS]) for the entry point.
