@@ -59,15 +59,18 @@ pub fn entry(value: ValueType, load: Load) -> String {
 /// as times.
 pub fn at_floor(row: &Row) -> (Option<f64>, Option<f64>) {
     let given = ratio(row.gather_floor_gbs, row.cusparse_gbs);
-    let inv = |g: Option<f64>| g.filter(|g| g.is_finite() && *g > 0.0).map(|g| 1.0 / g);
     let renumbered = match row.reorder.as_deref() {
-        Some(o) if o != "none" => (|| {
-            let perms = (inv(row.ours_gbs)? - inv(row.ours_kernel_same_order_gbs)?).max(0.0);
-            Some(inv(row.cusparse_gbs)? / (inv(row.gather_floor_same_order_gbs)? + perms))
-        })(),
+        Some(o) if o != "none" => at_floor_renumbered(row),
         _ => None,
     };
     (given, renumbered)
+}
+
+/// [`at_floor`]'s renumbered bound, in times (inverse rates).
+fn at_floor_renumbered(row: &Row) -> Option<f64> {
+    let time = |g: Option<f64>| g.filter(|g| g.is_finite() && *g > 0.0).map(|g| 1.0 / g);
+    let perms = (time(row.ours_gbs)? - time(row.ours_kernel_same_order_gbs)?).max(0.0);
+    Some(time(row.cusparse_gbs)? / (time(row.gather_floor_same_order_gbs)? + perms))
 }
 
 /// The better of ours and [`at_floor`]'s bounds: what this run shows
