@@ -12,7 +12,8 @@
 //! - `sprs`: conversions from and to sprs matrices;
 //! - `tools`: what the build side and the benchmarks use (`jit`, `sprs`, the
 //!   Matrix Market reader `mtx`, the synthetic generators `synth`, the
-//!   measurement harness `measure`).
+//!   measurement harness `measure`);
+//! - `nvml`: energy per call through NVML (`energy`; implies `tools`).
 
 #![warn(missing_docs)]
 
@@ -35,6 +36,8 @@ pub mod tiled;
 pub use features::Features;
 pub use kernel::{ArchPtx, Image, KernelSpec, Provenance, TunedFor, arch_number};
 pub mod device;
+#[cfg(feature = "nvml")]
+pub mod energy;
 pub mod epilogue;
 pub mod error;
 pub mod graph;

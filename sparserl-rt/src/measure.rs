@@ -598,6 +598,25 @@ impl<T: Scalar> Bench<T> {
         )
     }
 
+    /// Runs `body` with a closure that launches `func` once, asynchronously,
+    /// on the next rotated `x`/`y` copy (as the timing does: `y` memsets
+    /// where needed, a renumbered variant with its permutations): for
+    /// measurements of other quantities than time (energy). `body` must not
+    /// call this Bench (it holds the Bench's state).
+    ///
+    /// # Safety
+    /// As [`Bench::check`].
+    pub unsafe fn with_launcher<R>(
+        &self,
+        func: &CudaFunction,
+        variant: &Variant,
+        body: impl FnOnce(&mut dyn FnMut() -> Result<(), RtError>) -> R,
+    ) -> R {
+        let mut st = self.lock();
+        let st = &mut *st;
+        body(&mut || self.launch_next(st, func, variant))
+    }
+
     /// Microseconds per SpMV of `n` launches queued back to back between two
     /// events (rotating copies; after one untimed round). Includes the `y`
     /// memsets of variants that need them and the gaps between launches.
