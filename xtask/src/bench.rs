@@ -525,7 +525,7 @@ impl Runner<'_> {
     }
 }
 
-fn default_matrices_dir() -> PathBuf {
+pub(crate) fn default_matrices_dir() -> PathBuf {
     let root = common::workspace_root();
     let dev = root.join(".device/matrices");
     if dev.is_dir() {

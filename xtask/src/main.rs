@@ -11,6 +11,7 @@ mod bench_app;
 mod common;
 mod cusparse;
 mod demo;
+mod energy;
 mod explain;
 mod gpu_check;
 mod lab;
@@ -48,6 +49,8 @@ enum Cmd {
     Collect(retune::CollectArgs),
     /// Side-by-side benchmark: ours vs cuSPARSE vs template rule vs copy bandwidth.
     Bench(bench::Args),
+    /// Energy per SpMV through NVML: ours vs cuSPARSE, the energy objective's pick.
+    Energy(energy::Args),
     /// Show every measurement behind a kernel's choice.
     Explain(explain::Args),
     /// Train a policy with libtorch (installed into `.tools/torch` if missing).
@@ -78,6 +81,7 @@ fn main() -> Result<()> {
         Cmd::Retune(a) => retune::run(a),
         Cmd::Collect(a) => retune::collect(a),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::Energy(a) => energy::run(a),
         Cmd::Explain(a) => explain::run(a),
         Cmd::Train(a) => policy::train(a),
         Cmd::EvalPolicy(a) => policy::eval(a),
