@@ -63,10 +63,10 @@ pub struct Args {
     #[arg(long)]
     pub matrices: Option<PathBuf>,
     /// Real matrices measured: the largest files of the directory.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 6)]
     pub real_max: usize,
     /// Finalists of the search measured (the time pick included), 2 to 8.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 4)]
     pub finalists: usize,
     /// Search budget in seconds per large matrix.
     #[arg(long, default_value_t = 4.0)]
@@ -74,7 +74,7 @@ pub struct Args {
     /// Search budget in seconds per real matrix.
     #[arg(long, default_value_t = 1.5)]
     pub budget_real: f64,
-    /// Minimum window length in seconds (raised to 10 counter intervals).
+    /// Minimum window length in seconds (raised to 5 counter intervals).
     #[arg(long, default_value_t = 0.2)]
     pub window: f64,
     /// Windows (repeated measurements) per kernel.
@@ -307,7 +307,7 @@ fn spawn_real(dir: PathBuf, args: &Args, n: usize) -> Result<mpsc::Receiver<Load
         })
         .filter(|(_, _, name, class)| args.keeps(name, class))
         .collect();
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     files.truncate(n);
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -407,7 +407,7 @@ pub fn run(args: Args) -> Result<()> {
         counter.poll_us
     );
     let opts = EnergyOptions {
-        window_s: args.window.max(10.0 * counter.interval_ms * 1e-3),
+        window_s: args.window.max(5.0 * counter.interval_ms * 1e-3),
         repeats: if args.quick { 3 } else { args.repeats.max(2) },
         ..EnergyOptions::default()
     };

@@ -134,6 +134,8 @@ fn without_a_gpu_the_command_says_so() {
     if sparserl_rt::device::driver_present() {
         return; // a GPU machine: the command would measure
     }
-    let e = open().err().expect("no driver, so no GPU");
+    let Err(e) = open() else {
+        panic!("no driver, yet the GPU opened");
+    };
     assert!(format!("{e:#}").contains("no GPU"), "{e:#}");
 }
