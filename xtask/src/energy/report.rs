@@ -323,6 +323,11 @@ pub fn render_summary(r: &Report) -> String {
         s.energy_picks_differ,
         fmt_opt(s.max_energy_saved_pct, 1)
     );
+    let _ = writeln!(
+        o,
+        "CG and PageRank per-iteration energy (`cg_energy_ratio`): not measured here (the \
+         solvers synchronise with the host inside a solve, which this loop does not wrap)."
+    );
     o
 }
 
