@@ -358,6 +358,7 @@ impl Builder {
             }
         }
         let lock = LockFile::read(&manifest_dir)?;
+        let lock_path = manifest_dir.join(crate::lock::LOCK_FILE);
 
         // The GPU is probed only when measuring could be wanted.
         let mut gpu: Option<crate::gpu::GpuTuner> = None;
@@ -447,10 +448,13 @@ impl Builder {
             let t0 = Instant::now();
             let descriptor_fp = descriptor_fingerprint(&desc, index)?;
             let generator = generator_fingerprint();
-            let locked = lock
-                .as_ref()
-                .and_then(|l| l.fresh(&decl.name, &descriptor_fp, &generator))
-                .cloned();
+            // A fresh entry is checked against the declaration before use.
+            let locked = match &lock {
+                Some(l) => l
+                    .fresh_checked(&lock_path, decl, &descriptor_fp, &generator)?
+                    .cloned(),
+                None => None,
+            };
             if lock
                 .as_ref()
                 .is_some_and(|l| l.kernel.iter().any(|e| e.name == decl.name))

@@ -74,12 +74,14 @@ mod tests {
     use std::process::Command;
 
     /// Child side of the test below: reports through its exit code whether
-    /// the lock was free (0) or held by someone else (3).
+    /// the lock was free (0) or held by someone else (3). Ignored in a plain
+    /// run (it is no test on its own); the test below runs it with
+    /// `--ignored` in another process.
     #[test]
+    #[ignore = "helper process of the_lock_excludes_another_process_until_released"]
     fn child_probe() {
-        let Some(path) = std::env::var_os("SPARSERL_TEST_LOCK_CHILD") else {
-            return; // only meaningful when spawned by the test below
-        };
+        let path = std::env::var_os("SPARSERL_TEST_LOCK_CHILD")
+            .expect("child_probe runs only as the child of the lock test (SPARSERL_TEST_LOCK_CHILD)");
         let f = OpenOptions::new().write(true).open(path).unwrap();
         let code = match f.try_lock() {
             Ok(()) => 0,
@@ -91,7 +93,12 @@ mod tests {
 
     fn probe_from_another_process(path: &std::path::Path) -> i32 {
         Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "gpu_lock::tests::child_probe", "--nocapture"])
+            .args([
+                "--exact",
+                "gpu_lock::tests::child_probe",
+                "--ignored",
+                "--nocapture",
+            ])
             .env("SPARSERL_TEST_LOCK_CHILD", path)
             .status()
             .unwrap()
