@@ -834,7 +834,8 @@ fn gpu_estimate_note(score: f64) -> String {
 }
 
 /// Fingerprint of kernel `index` of `desc`: its canonical declaration plus
-/// the bytes of its sample files. Lock entries are fresh when it matches.
+/// the bytes of its sample files, or for a synthetic pattern the code that
+/// generates its samples. Lock entries are fresh when it matches.
 pub fn descriptor_fingerprint(desc: &Descriptor, index: usize) -> Result<String, BuildError> {
     let decl = desc
         .kernels
@@ -842,7 +843,13 @@ pub fn descriptor_fingerprint(desc: &Descriptor, index: usize) -> Result<String,
         .ok_or(BuildError::NoSuchKernel(index))?;
     let mut fp = KeyBuilder::new();
     fp.text("kernel", &decl.canonical_json());
-    for f in decl.pattern.files(&desc.manifest_dir()) {
+    if decl.pattern.is_synthetic() {
+        fp.text(
+            "sample-generator",
+            &crate::descriptor::sample_generator_fingerprint(),
+        );
+    }
+    for f in decl.pattern.files(&desc.manifest_dir())? {
         let bytes = std::fs::read(&f).map_err(|source| BuildError::Io {
             path: f.clone(),
             source,
