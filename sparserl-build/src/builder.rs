@@ -146,6 +146,7 @@ pub struct Builder {
     cache_dir: Option<Option<PathBuf>>,
     output: Output,
     budget: Option<f64>,
+    generator: Option<String>,
 }
 
 impl Default for Builder {
@@ -157,6 +158,7 @@ impl Default for Builder {
             cache_dir: None,
             output: Output::BuildScript,
             budget: None,
+            generator: None,
         }
     }
 }
@@ -210,6 +212,19 @@ impl Builder {
     pub fn budget_seconds(&mut self, seconds: f64) -> &mut Self {
         self.budget = Some(seconds);
         self
+    }
+
+    /// Uses `fingerprint` as the generator fingerprint instead of
+    /// [`generator_fingerprint`] (for tests: the fingerprint a changed
+    /// generator would have, [`codegen::fingerprint_of`]).
+    #[doc(hidden)]
+    pub fn generator(&mut self, fingerprint: String) -> &mut Self {
+        self.generator = Some(fingerprint);
+        self
+    }
+
+    fn generator_fp(&self) -> String {
+        self.generator.clone().unwrap_or_else(generator_fingerprint)
     }
 
     fn info(&self, msg: &str) {
@@ -299,14 +314,11 @@ impl Builder {
         if let Some(d) = env_var(self.output, ENV_CACHE_DIR) {
             return Cache::at(d);
         }
-        if let Some(t) = env_var(self.output, ENV_TARGET_DIR) {
-            return Cache::at(Path::new(&t).join("sparserl-cache"));
-        }
-        // OUT_DIR = <target>/<profile>/build/<pkg>-<hash>/out
-        match out_dir.ancestors().nth(4) {
-            Some(target) => Cache::at(target.join("sparserl-cache")),
-            None => Cache::at(out_dir.join("sparserl-cache")),
-        }
+        let target = env_var(self.output, ENV_TARGET_DIR).filter(|t| !t.is_empty());
+        Cache::at(crate::cache::target_cache_dir(
+            target.as_deref().map(Path::new),
+            out_dir,
+        ))
     }
 
     /// Runs the build and returns a report.
@@ -415,7 +427,7 @@ impl Builder {
             && desc.kernels.iter().enumerate().any(|(i, k)| {
                 let fp = descriptor_fingerprint(&desc, i).unwrap_or_default();
                 lock.as_ref()
-                    .is_none_or(|l| l.fresh(&k.name, &fp, &generator_fingerprint()).is_none())
+                    .is_none_or(|l| l.fresh(&k.name, &fp, &self.generator_fp()).is_none())
             }) {
             match crate::gpu_lock::take(|path| {
                 self.info(&format!(
@@ -447,7 +459,7 @@ impl Builder {
         for (index, decl) in desc.kernels.iter().enumerate() {
             let t0 = Instant::now();
             let descriptor_fp = descriptor_fingerprint(&desc, index)?;
-            let generator = generator_fingerprint();
+            let generator = self.generator_fp();
             // A fresh entry is checked against the declaration before use.
             let locked = match &lock {
                 Some(l) => l
