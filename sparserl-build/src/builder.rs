@@ -105,6 +105,18 @@ pub enum BuildError {
         #[source]
         source: crate::search::SearchError,
     },
+    /// An image the build would embed computes a wrong result on the build
+    /// GPU (or does not load there); the build stops instead of shipping it.
+    #[error(
+        "kernel `{kernel}`: a shipped image failed its check against float64 on the build GPU: {source}"
+    )]
+    Shipped {
+        /// kernel name
+        kernel: String,
+        /// what failed
+        #[source]
+        source: crate::verify::VerifyError,
+    },
     /// A kernel index beyond the descriptor's kernels.
     #[error("no kernel with index {0} in the descriptor")]
     NoSuchKernel(usize),
@@ -387,11 +399,11 @@ impl Builder {
                     });
                     if all_locked {
                         self.info(&format!(
-                            "no GPU available for measuring ({why}); every kernel has a lock-file entry, nothing to measure"
+                            "no GPU available for measuring ({why}); every kernel has a lock-file entry, nothing to measure (shipped images not checked on a device)"
                         ));
                     } else {
                         self.info(&format!(
-                            "no GPU available for measuring ({why}); using the lock file or the policy's pick"
+                            "no GPU available for measuring ({why}); using the lock file or the policy's pick (shipped images not checked on a device)"
                         ));
                     }
                     Mode::Policy
@@ -513,7 +525,7 @@ impl Builder {
                     },
                 );
             let key = key.finish();
-            let (entry, status) = match cache.get::<Entry>(&key) {
+            let (mut entry, status) = match cache.get::<Entry>(&key) {
                 Lookup::Hit(e) => (e, CacheStatus::Hit),
                 other => {
                     if let Lookup::Corrupt(why) = other {
@@ -541,6 +553,7 @@ impl Builder {
                     (e, CacheStatus::Miss)
                 }
             };
+            self.verify_shipped((gpu.as_ref(), &desc, index), &mut entry, (&cache, &key))?;
             let source_path = kernel_dir.join(format!("{}.cu", decl.name));
             let ptx_path = kernel_dir.join(format!("{}.ptx", decl.name));
             let write = |p: &Path, s: &str| {
@@ -832,7 +845,40 @@ impl Builder {
             tuned_for,
             sample_features: feats.iter().map(|f| f.to_vec().to_vec()).collect(),
             trials,
+            checked_on: None,
         })
+    }
+
+    /// Checks the images `entry` ships on the build GPU (when there is one
+    /// and they were not checked on it yet; [`crate::verify`]), recording
+    /// the device in the entry and the cache. A wrong image stops the build.
+    fn verify_shipped(
+        &self,
+        (gpu, desc, index): (Option<&crate::gpu::GpuTuner>, &Descriptor, usize),
+        entry: &mut Entry,
+        (cache, key): (&Cache, &str),
+    ) -> Result<(), BuildError> {
+        let Some(g) = gpu
+            .filter(|g| crate::verify::needs_check(entry, &crate::verify::device_label(g.gpu())))
+        else {
+            return Ok(());
+        };
+        let samples = desc.load_samples(index)?;
+        let matrices: Vec<&sparserl_rt::Csr> = samples.iter().map(|s| &s.matrix).collect();
+        let report = crate::verify::check_entry(g.gpu(), entry, &matrices).map_err(|source| {
+            BuildError::Shipped {
+                kernel: entry.name.clone(),
+                source,
+            }
+        })?;
+        self.info(&report.summary(&entry.name));
+        entry.checked_on = Some(report.device);
+        if let Err(err) = cache.put(key, entry) {
+            self.warn(&format!(
+                "cannot store cache entry ({err}); continuing uncached"
+            ));
+        }
+        Ok(())
     }
 }
 
