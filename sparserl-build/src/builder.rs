@@ -115,7 +115,7 @@ pub enum BuildError {
         kernel: String,
         /// what failed
         #[source]
-        source: crate::verify::VerifyError,
+        source: Box<crate::verify::VerifyError>,
     },
     /// A kernel index beyond the descriptor's kernels.
     #[error("no kernel with index {0} in the descriptor")]
@@ -868,7 +868,7 @@ impl Builder {
         let report = crate::verify::check_entry(g.gpu(), entry, &matrices).map_err(|source| {
             BuildError::Shipped {
                 kernel: entry.name.clone(),
-                source,
+                source: Box::new(source),
             }
         })?;
         self.info(&report.summary(&entry.name));

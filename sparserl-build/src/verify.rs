@@ -259,7 +259,7 @@ impl<'a, T: Scalar> Benches<'a, T> {
             // which is the epilogue the bench was set up with.
             let err = unsafe { b.check(func, variant) }.map_err(|e| wrong(i, e.to_string()))?;
             let tol = tolerance(T::TYPE);
-            if !(err <= tol) {
+            if err.is_nan() || err > tol {
                 return Err(wrong(
                     i,
                     format!("per-row relative error {err:.3e} above tolerance {tol:.0e}"),

@@ -109,9 +109,9 @@ pub fn row_errors(y: &[f64], reference: &[f64], magnitude: &[f64]) -> RowErrors 
             (true, false) if got == want => 0.0,
             (true, false) => f64::INFINITY,
         };
-        // `!(e <= max)` also catches a NaN error.
-        if !(e <= worst.max) {
-            worst.max = if e.is_nan() { f64::INFINITY } else { e };
+        let e = if e.is_nan() { f64::INFINITY } else { e };
+        if e > worst.max {
+            worst.max = e;
             worst.row = r;
         }
     }
