@@ -52,6 +52,9 @@ pub mod renumber;
 pub mod reorder;
 pub mod scalar;
 pub mod solvers;
+#[cfg(feature = "tools")]
+#[doc(hidden)]
+pub mod sources;
 pub use device::{
     DeviceBinned, DeviceCsr, DeviceDia, DeviceTiled, DeviceVec, Gpu, Layouts, Scalar, validate_raw,
 };
