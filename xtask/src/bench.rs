@@ -525,7 +525,7 @@ impl Runner<'_> {
     }
 }
 
-fn default_matrices_dir() -> PathBuf {
+pub(crate) fn default_matrices_dir() -> PathBuf {
     let root = common::workspace_root();
     let dev = root.join(".device/matrices");
     if dev.is_dir() {
@@ -559,6 +559,9 @@ fn spawn_real_loader(dir: PathBuf) -> Result<(mpsc::Receiver<Loaded>, JoinHandle
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if let Some(BenchOp::Spmm(a)) = args.op {
+        return crate::bench_spmm::run(a);
+    }
     if let Some(json) = &args.render {
         return render::rerender(json);
     }

@@ -8,8 +8,10 @@
 mod app_vendor;
 mod bench;
 mod bench_app;
+mod bench_spmm;
 mod common;
 mod cusparse;
+mod cusparse_spmm;
 mod demo;
 mod explain;
 mod gpu_check;

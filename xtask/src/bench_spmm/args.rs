@@ -1,0 +1,123 @@
+//! Arguments of `cargo xtask bench spmm`.
+
+use crate::bench::ValueArg;
+use sparserl_rt::dense::DenseLayout;
+use std::path::PathBuf;
+
+/// Which matrices.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpmmSuite {
+    /// The generated large graphs (bandwidth-bound).
+    Large,
+    /// The real matrices of `--matrices` (mostly latency-bound).
+    Real,
+    /// Both.
+    All,
+}
+
+/// Which dense layouts (X and Y).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutArg {
+    /// Row-major (PyTorch / GNN feature matrices).
+    RowMajor,
+    /// Column-major (BLAS).
+    ColMajor,
+    /// Both.
+    Both,
+}
+
+impl LayoutArg {
+    /// The layouts, row-major first.
+    pub fn layouts(self) -> Vec<DenseLayout> {
+        match self {
+            LayoutArg::RowMajor => vec![DenseLayout::RowMajor],
+            LayoutArg::ColMajor => vec![DenseLayout::ColMajor],
+            LayoutArg::Both => DenseLayout::ALL.to_vec(),
+        }
+    }
+}
+
+/// Where every variant of our space is measured besides the product's pick.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpaceArg {
+    /// Nowhere: the product's pick only.
+    None,
+    /// On the real matrices (cheap there).
+    Real,
+    /// Everywhere (slow on the large graphs).
+    All,
+}
+
+/// Arguments of `cargo xtask bench spmm`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SpmmArgs {
+    /// Widths n (columns of X and Y).
+    #[arg(long = "n", value_delimiter = ',', default_values_t = [16, 32, 64, 128, 256])]
+    pub widths: Vec<usize>,
+    /// Dense layout of X and Y.
+    #[arg(long, value_enum, default_value = "row-major")]
+    pub layout: LayoutArg,
+    /// Matrix suite.
+    #[arg(long, value_enum, default_value = "all")]
+    pub suite: SpmmSuite,
+    /// Value types on the real matrices (the large graphs run f32).
+    #[arg(long, value_enum, default_value = "both")]
+    pub value: ValueArg,
+    /// Directory of real Matrix Market matrices (default `.device/matrices`,
+    /// else `tests/fixtures/matrices`).
+    #[arg(long)]
+    pub matrices: Option<PathBuf>,
+    /// Output directory.
+    #[arg(long, default_value = "target/bench")]
+    pub out: PathBuf,
+    /// File stem of the outputs (`<stem>.json`, `.md`, `.svg`).
+    #[arg(long, default_value = "spmm-h200")]
+    pub stem: String,
+    /// Recorded in the JSON: the commit that was built.
+    #[arg(long, default_value = "unknown")]
+    pub commit: String,
+    /// Small graphs (about 1/64 of the rows), widths 16 and 64, the first
+    /// six real matrices: a smoke run of a minute or two.
+    #[arg(long)]
+    pub quick: bool,
+    /// Time guard in seconds: a case starts only while the time elapsed
+    /// plus the mean time of a case of its suite so far stays within it
+    /// (the others are recorded as skipped).
+    #[arg(long, default_value_t = 330.0)]
+    pub max_seconds: f64,
+    /// Timed repetitions per measurement.
+    #[arg(long, default_value_t = 20)]
+    pub reps: u32,
+    /// Keep only matrices whose name or class is in this comma-separated list.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Where every variant of our space is measured besides the pick.
+    #[arg(long, value_enum, default_value = "real")]
+    pub space: SpaceArg,
+    /// Measured-search budget per case, seconds (when the search runs).
+    #[arg(long, default_value_t = 1.5)]
+    pub budget: f64,
+    /// Skip the X-row gather floor.
+    #[arg(long)]
+    pub no_floor: bool,
+    /// Only rewrite the Markdown and SVG views of this JSON report beside it.
+    #[arg(long)]
+    pub render: Option<PathBuf>,
+}
+
+impl SpmmArgs {
+    /// Whether `--only` keeps a matrix.
+    pub fn keeps(&self, name: &str, class: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name || o == class)
+    }
+
+    /// The widths to run (`--quick`: 16 and 64 of them, or the first).
+    pub fn widths(&self) -> Vec<usize> {
+        let mut w: Vec<usize> = self.widths.iter().copied().filter(|&n| n > 0).collect();
+        if self.quick {
+            let keep: Vec<usize> = w.iter().copied().filter(|n| matches!(n, 16 | 64)).collect();
+            w = if keep.is_empty() { w.into_iter().take(1).collect() } else { keep };
+        }
+        w
+    }
+}
