@@ -18,6 +18,7 @@
 
 pub mod csr;
 pub mod dense;
+mod raw;
 pub mod variant;
 
 pub use csr::{Csr, CsrError};

@@ -242,6 +242,21 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
         self.layout
     }
 
+    /// Columns of `X` and `Y`.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// `Y_0` (rows x n, tightly stored in the layout).
+    pub fn y0(&self) -> &CudaSlice<T> {
+        &self.ys[0]
+    }
+
+    /// Leading dimension of `Y`.
+    pub fn ldy(&self) -> usize {
+        leading_dim(self.a.rows(), self.n, self.layout)
+    }
+
     /// Number of rotated `X`/`Y` copies.
     pub fn copies(&self) -> usize {
         self.xs.len()
@@ -394,9 +409,14 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
         Ok(())
     }
 
-    /// Fills `Y_0` with `v` (host values uploaded).
-    pub fn fill_y0(&mut self, v: T) -> Result<()> {
-        self.set_y0(&vec![v; self.a.rows() * self.n])
+    /// Fills `Y_0` with NaN (`poison`) or zeros, on the device.
+    pub fn fill_y0(&mut self, poison: bool) -> Result<()> {
+        if poison {
+            crate::bench_spmm::rowerr::poison(&self.gpu, &mut self.ys[0])
+        } else {
+            let stream = self.gpu.stream().clone();
+            Ok(stream.memset_zeros(&mut self.ys[0])?)
+        }
     }
 
     /// `X_0`, for a producer on the same stream (the GEMM of a GCN layer);

@@ -74,7 +74,14 @@ pub fn capture_one(gpu: &Gpu, step: &mut dyn FnMut() -> Result<()>) -> Result<Cu
     capture_graph(gpu, 1, &mut |_| step())
 }
 
-fn bias_relu(gpu: &Gpu, f: &CudaFunction, y: &mut CudaSlice<f32>, b: &CudaSlice<f32>, rows: usize, fo: usize) -> Result<()> {
+fn bias_relu(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    y: &mut CudaSlice<f32>,
+    b: &CudaSlice<f32>,
+    rows: usize,
+    fo: usize,
+) -> Result<()> {
     let len = (rows * fo) as i64;
     let fi = c_len(fo)?;
     let grid = ((rows * fo).div_ceil(256)).clamp(1, gpu.sm_count() * 8) as u32;
@@ -93,7 +100,12 @@ fn bias_relu(gpu: &Gpu, f: &CudaFunction, y: &mut CudaSlice<f32>, b: &CudaSlice<
 }
 
 /// Runs and times the vendor layer; `reference` is the float64 layer output.
-pub fn run_gcn(gpu: &Gpu, layer: &GcnLayer, reference: &Reference, reps: usize) -> Result<VendorGcn> {
+pub fn run_gcn(
+    gpu: &Gpu,
+    layer: &GcnLayer,
+    reference: &Reference,
+    reps: usize,
+) -> Result<VendorGcn> {
     let (nodes, fi, fo) = (layer.a_hat.rows(), layer.f_in, layer.f_out);
     ensure!(layer.h.len() == nodes * fi && layer.w.len() == fi * fo && layer.bias.len() == fo);
     library_status()?;
@@ -107,7 +119,11 @@ pub fn run_gcn(gpu: &Gpu, layer: &GcnLayer, reference: &Reference, reps: usize) 
     let t0: Vec<f32> = crate::bench_spmm::random_dense(nodes * fo, 0x6c_0001);
     let mut cs = CusparseSpmm::new(gpu, &a, &t0, fo, DenseLayout::RowMajor, 1)?;
     let spmm_ref = Reference::new(layer.a_hat, &t0, fo, DenseLayout::RowMajor, None);
-    let (algs, best) = crate::bench_spmm::best_alg(&mut cs, &spmm_ref, 20)?;
+    let (algs, best) = crate::bench_spmm::best_alg(
+        &mut cs,
+        &mut crate::bench_spmm::rowerr::Checker::Host(&spmm_ref),
+        20,
+    )?;
     let (alg, spmm_us): (SpmmAlg, f64) =
         best.ok_or_else(|| anyhow!("no cuSPARSE SpMM algorithm passed the check"))?;
     let f = gpu

@@ -349,8 +349,8 @@ mod pagerank;
 mod spmv;
 
 pub use cg::run_cg;
-pub use cublas::blas_library_status;
 pub(crate) use cublas::Blas;
+pub use cublas::blas_library_status;
 use cublas::{In, Mode, Out};
 pub use pagerank::run_pagerank;
 use spmv::SpmvPlan;

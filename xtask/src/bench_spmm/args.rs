@@ -37,17 +37,6 @@ impl LayoutArg {
     }
 }
 
-/// Where every variant of our space is measured besides the product's pick.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpaceArg {
-    /// Nowhere: the product's pick only.
-    None,
-    /// On the real matrices (cheap there).
-    Real,
-    /// Everywhere (slow on the large graphs).
-    All,
-}
-
 /// Arguments of `cargo xtask bench spmm`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SpmmArgs {
@@ -91,12 +80,12 @@ pub struct SpmmArgs {
     /// Keep only matrices whose name or class is in this comma-separated list.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Where every variant of our space is measured besides the pick.
-    #[arg(long, value_enum, default_value = "real")]
-    pub space: SpaceArg,
-    /// Measured-search budget per case, seconds (when the search runs).
-    #[arg(long, default_value_t = 1.5)]
-    pub budget: f64,
+    /// Timed repetitions of every correct variant of our space in the sweep.
+    #[arg(long, default_value_t = 3)]
+    pub sweep_reps: u32,
+    /// Fastest variants of the sweep re-timed with `--reps`.
+    #[arg(long, default_value_t = 3)]
+    pub finalists: usize,
     /// Skip the X-row gather floor.
     #[arg(long)]
     pub no_floor: bool,
@@ -116,7 +105,11 @@ impl SpmmArgs {
         let mut w: Vec<usize> = self.widths.iter().copied().filter(|&n| n > 0).collect();
         if self.quick {
             let keep: Vec<usize> = w.iter().copied().filter(|n| matches!(n, 16 | 64)).collect();
-            w = if keep.is_empty() { w.into_iter().take(1).collect() } else { keep };
+            w = if keep.is_empty() {
+                w.into_iter().take(1).collect()
+            } else {
+                keep
+            };
         }
         w
     }

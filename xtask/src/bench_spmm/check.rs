@@ -19,7 +19,9 @@ pub fn random_dense<T: Scalar>(len: usize, seed: u64) -> Vec<T> {
 }
 
 fn workers() -> usize {
-    std::thread::available_parallelism().map_or(4, |w| w.get()).clamp(1, 32)
+    std::thread::available_parallelism()
+        .map_or(4, |w| w.get())
+        .clamp(1, 32)
 }
 
 /// The float64 reference of one SpMM, row-major whatever the layout.
@@ -89,10 +91,16 @@ impl Reference {
                 .map(|t| {
                     let r0 = t * rows_per;
                     let r1 = (r0 + rows_per).min(rows);
-                    s.spawn(move || (r0..r1).map(|i| self.row_err(y, i, ld, layout)).fold(0.0, f64::max))
+                    s.spawn(move || {
+                        (r0..r1)
+                            .map(|i| self.row_err(y, i, ld, layout))
+                            .fold(0.0, f64::max)
+                    })
                 })
                 .collect();
-            hs.into_iter().map(|h| h.join().unwrap_or(f64::INFINITY)).collect()
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or(f64::INFINITY))
+                .collect()
         });
         worst.into_iter().fold(0.0, f64::max)
     }
@@ -163,8 +171,14 @@ mod tests {
         let xr = [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0];
         let xc = [1.0f64, 4.0, 2.0, 5.0, 3.0, 6.0];
         let want = vec![9.0, 12.0, 15.0, 0.0, 0.0, 0.0, -4.0, -5.0, -6.0];
-        assert_eq!(Reference::new(&a, &xr, 3, DenseLayout::RowMajor, None).y, want);
-        assert_eq!(Reference::new(&a, &xc, 3, DenseLayout::ColMajor, None).y, want);
+        assert_eq!(
+            Reference::new(&a, &xr, 3, DenseLayout::RowMajor, None).y,
+            want
+        );
+        assert_eq!(
+            Reference::new(&a, &xc, 3, DenseLayout::ColMajor, None).y,
+            want
+        );
         let r = Reference::new(&a, &xr, 3, DenseLayout::RowMajor, Some(&[1.0, -13.0, 0.0]));
         assert_eq!(r.y, vec![10.0, 0.0, 15.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
         assert_eq!(r.mag[..3], [10.0, 25.0, 15.0]);
@@ -189,7 +203,10 @@ mod tests {
         let mut yz = yc.clone();
         yz[1] = 0.5;
         assert_eq!(r.max_row_rel_err(&yz, DenseLayout::ColMajor), 0.5);
-        assert_eq!(r.max_row_rel_err(&yz[..3], DenseLayout::ColMajor), f64::INFINITY);
+        assert_eq!(
+            r.max_row_rel_err(&yz[..3], DenseLayout::ColMajor),
+            f64::INFINITY
+        );
     }
 
     #[test]
@@ -222,7 +239,10 @@ mod tests {
             }
             let theirs = max_row_rel_err(&y, &want, &mag, a.rows(), n, layout);
             let mine = ours.max_row_rel_err(&y, layout);
-            assert!((theirs - mine).abs() <= 1e-9 * theirs.max(1e-30), "{theirs} vs {mine}");
+            assert!(
+                (theirs - mine).abs() <= 1e-9 * theirs.max(1e-30),
+                "{theirs} vs {mine}"
+            );
         }
     }
 }

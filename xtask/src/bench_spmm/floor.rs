@@ -90,7 +90,11 @@ pub fn floor_us<T: Scalar>(
     let mut ys: Vec<CudaSlice<T>> = Vec::new();
     for _ in 0..copies.max(1) {
         xs.push(stream.clone_htod(&x).context("uploading X")?);
-        ys.push(stream.alloc_zeros::<T>(a.rows() * n).context("allocating Y")?);
+        ys.push(
+            stream
+                .alloc_zeros::<T>(a.rows() * n)
+                .context("allocating Y")?,
+        );
     }
     let per_sm = func
         .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)

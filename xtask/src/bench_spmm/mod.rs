@@ -8,11 +8,10 @@
 //! `time_launches`: warm-up, median, rotated X/Y copies when the case's
 //! compulsory bytes fit in L2):
 //!
-//! - **ours**: the variant the product would ship for this case (see
-//!   [`ours`]: the measured SpMM search, or the policy's pick where no
-//!   search exists), labelled with how it was chosen; on the real matrices
-//!   (`--space`) also every variant of `spmm_space(n, layout)`, best kept
-//!   as `best_of_space`;
+//! - **ours**: the measured choice over the whole SpMM design space at the
+//!   case's width (see [`ours`]: every variant of `spmm_space(n, layout)`
+//!   checked and timed, the fastest re-timed), launched through the
+//!   product's `SpmmKernel` API; `SpmmVariant::FALLBACK` (untuned) beside it;
 //! - **cuSPARSE**: `cusparseSpMM` with every CSR algorithm, preprocessed,
 //!   the fastest correct one kept (an algorithm cuSPARSE refuses for the
 //!   layout or value type is recorded as skipped);
@@ -24,9 +23,10 @@
 pub mod args;
 pub mod check;
 pub mod floor;
-mod ours;
+pub mod ours;
 mod render;
 pub mod report;
+pub mod rowerr;
 pub mod suite;
 mod vendor;
 
@@ -65,8 +65,6 @@ struct Job<'a> {
     class: &'a str,
     suite: &'static str,
     csr: &'a Csr,
-    /// Measure every variant of our space too.
-    space: bool,
 }
 
 /// One case: a job at one value type, layout and width.
@@ -83,7 +81,12 @@ fn new_row(c: &Case, value: ValueType, l2: usize) -> Row {
         matrix: c.job.name.to_string(),
         class: c.job.class.to_string(),
         suite: c.job.suite.to_string(),
-        bound: if bytes <= l2 as u64 { "latency" } else { "bandwidth" }.to_string(),
+        bound: if bytes <= l2 as u64 {
+            "latency"
+        } else {
+            "bandwidth"
+        }
+        .to_string(),
         rows: a.rows(),
         cols: a.cols(),
         nnz: a.nnz(),
@@ -108,23 +111,26 @@ fn run_case<T: Scalar>(ctx: &Ctx, c: &Case) -> Result<Row> {
     let mut row = new_row(c, T::TYPE, gpu.l2_bytes());
     let copies = copies(row.bytes, gpu.l2_bytes());
     let x: Vec<T> = random_dense(csr.cols() * c.n, 0x5e_ed00 + c.n as u64);
-    let reference = check::Reference::new(csr, &x, c.n, c.layout, None);
+    let mut dref = {
+        let reference = check::Reference::new(csr, &x, c.n, c.layout, None);
+        rowerr::DeviceReference::upload(gpu, &reference)?
+    };
+    let mut checker = rowerr::Checker::Device(&mut dref);
     let a = DeviceCsr::<T>::upload_with(gpu, csr, Layouts::NONE).context("uploading A")?;
     let inputs = ours::Inputs {
         csr,
         a: &a,
         x: &x,
-        reference: &reference,
         n: c.n,
         layout: c.layout,
         copies,
         reps: ctx.reps,
     };
-    ctx.ours.run(&inputs, c.job.space, &mut row)?;
+    ctx.ours.run(gpu, &inputs, &mut checker, &mut row)?;
     match CusparseSpmm::new(gpu, &a, &x, c.n, c.layout, copies) {
         Err(e) => row.cusparse_error = Some(format!("cuSPARSE setup failed: {e:#}")),
         Ok(mut cs) => {
-            let (algs, best) = best_alg(&mut cs, &reference, ctx.reps)?;
+            let (algs, best) = best_alg(&mut cs, &mut checker, ctx.reps)?;
             row.notes.extend(cs.notes().iter().cloned());
             row.cusparse_algs = algs;
             match best {
@@ -193,8 +199,17 @@ impl Runner {
 
     /// Mean seconds of a finished case of `suite` (0 before the first).
     fn typical(&self, suite: &str) -> f64 {
-        let s: Vec<f64> = self.rows.iter().filter(|r| r.suite == suite).map(|r| r.seconds).collect();
-        if s.is_empty() { 0.0 } else { s.iter().sum::<f64>() / s.len() as f64 }
+        let s: Vec<f64> = self
+            .rows
+            .iter()
+            .filter(|r| r.suite == suite)
+            .map(|r| r.seconds)
+            .collect();
+        if s.is_empty() {
+            0.0
+        } else {
+            s.iter().sum::<f64>() / s.len() as f64
+        }
     }
 
     fn skip(&mut self, job: &Job, what: String, reason: String) {
@@ -207,7 +222,13 @@ impl Runner {
     }
 
     /// Every case of one matrix; the report is rewritten afterwards.
-    fn run_job(&mut self, job: &Job, values: &[ValueType], layouts: &[DenseLayout], widths: &[usize]) {
+    fn run_job(
+        &mut self,
+        job: &Job,
+        values: &[ValueType],
+        layouts: &[DenseLayout],
+        widths: &[usize],
+    ) {
         for &value in values {
             for &layout in layouts {
                 for &n in widths {
@@ -257,7 +278,10 @@ type Loaded = (String, String, Result<Csr>);
 
 /// Loads the real matrices in a background thread, one message per file
 /// (`--quick`: the first six).
-fn spawn_real_loader(dir: PathBuf, quick: bool) -> Result<(mpsc::Receiver<Loaded>, JoinHandle<()>)> {
+fn spawn_real_loader(
+    dir: PathBuf,
+    quick: bool,
+) -> Result<(mpsc::Receiver<Loaded>, JoinHandle<()>)> {
     let mut files = common::mtx_files(&dir)?;
     if quick {
         files.truncate(6);
@@ -267,7 +291,10 @@ fn spawn_real_loader(dir: PathBuf, quick: bool) -> Result<(mpsc::Receiver<Loaded
     let h = std::thread::spawn(move || {
         for p in files {
             let name = common::matrix_name(&p);
-            let class = classes.get(&name).cloned().unwrap_or_else(|| "unknown".into());
+            let class = classes
+                .get(&name)
+                .cloned()
+                .unwrap_or_else(|| "unknown".into());
             let csr = sparserl_rt::mtx::read_matrix_market(&p)
                 .with_context(|| format!("reading {}", p.display()));
             if tx.send((name, class, csr)).is_err() {
@@ -288,7 +315,10 @@ fn spawn_graphs(args: &SpmmArgs) -> Vec<Generated> {
         .enumerate()
         .map(|(i, s)| {
             let s2 = s.clone();
-            (s, std::thread::spawn(move || s2.build(0x5b_a000 + i as u64)))
+            (
+                s,
+                std::thread::spawn(move || s2.build(0x5b_a000 + i as u64)),
+            )
         })
         .collect()
 }
@@ -327,27 +357,53 @@ pub fn run(args: SpmmArgs) -> Result<()> {
     let do_large = matches!(args.suite, args::SpmmSuite::Large | args::SpmmSuite::All);
     let do_real = matches!(args.suite, args::SpmmSuite::Real | args::SpmmSuite::All);
     let real_values = args.value.types();
-    let gens = if do_large { spawn_graphs(&args) } else { Vec::new() };
+    let gens = if do_large {
+        spawn_graphs(&args)
+    } else {
+        Vec::new()
+    };
     let real = if do_real {
-        let dir = args.matrices.clone().unwrap_or_else(crate::bench::default_matrices_dir);
+        let dir = args
+            .matrices
+            .clone()
+            .unwrap_or_else(crate::bench::default_matrices_dir);
         println!("real matrices from {}", dir.display());
         Some(spawn_real_loader(dir, args.quick)?)
     } else {
         None
     };
-    println!("GPU: {} ({}), L2 {} MB", gpu.name(), gpu.arch(), gpu.l2_bytes() >> 20);
+    println!(
+        "GPU: {} ({}), L2 {} MB",
+        gpu.name(),
+        gpu.arch(),
+        gpu.l2_bytes() >> 20
+    );
     let copy_gbs = sparserl_rt::copy_bandwidth_gbs(&gpu)?;
     println!("copy bandwidth: {copy_gbs:.0} GB/s");
     let mut values: Vec<ValueType> = vec![ValueType::F32];
-    values.extend(real_values.iter().filter(|v| do_real && **v != ValueType::F32));
-    let ours = ours::Ours::new(&gpu, &values, &layouts, &widths, args.budget)?;
+    values.extend(
+        real_values
+            .iter()
+            .filter(|v| do_real && **v != ValueType::F32),
+    );
+    let ours = ours::Ours::new(
+        &gpu,
+        &values,
+        &layouts,
+        &widths,
+        args.sweep_reps,
+        args.finalists,
+    )?;
     let dir = out_dir(&args);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let head = Report {
         gpu: gpu.name().to_string(),
         driver: common::driver_version(),
         date: common::today(),
-        command: format!("cargo xtask {}", std::env::args().skip(1).collect::<Vec<_>>().join(" ")),
+        command: format!(
+            "cargo xtask {}",
+            std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+        ),
         commit: args.commit.clone(),
         policy: sparserl_policies::policy_in_use().choice.version(),
         ours_choice: ours.choice_label(),
@@ -357,7 +413,13 @@ pub fn run(args: SpmmArgs) -> Result<()> {
         ..Report::default()
     };
     let mut runner = Runner {
-        ctx: Ctx { gpu, ours, copy_gbs, reps: args.reps, floor: !args.no_floor },
+        ctx: Ctx {
+            gpu,
+            ours,
+            copy_gbs,
+            reps: args.reps,
+            floor: !args.no_floor,
+        },
         start,
         max_seconds: args.max_seconds,
         rows: Vec::new(),
@@ -366,22 +428,28 @@ pub fn run(args: SpmmArgs) -> Result<()> {
         json: dir.join(format!("{}.json", args.stem)),
         md: dir.join(format!("{}.md", args.stem)),
     };
-    let space_large = args.space == args::SpaceArg::All;
-    let space_real = args.space != args::SpaceArg::None;
-    run_large(&mut runner, gens, &layouts, &widths, space_large);
+    run_large(&mut runner, gens, &layouts, &widths);
     if let Some((rx, handle)) = real {
         for (name, class, csr) in rx {
             if !args.keeps(&name, &class) {
                 continue;
             }
-            run_real(&mut runner, &name, &class, csr, &real_values, &layouts, &widths, space_real);
+            run_real(
+                &mut runner,
+                &name,
+                &class,
+                csr,
+                &real_values,
+                &layouts,
+                &widths,
+            );
         }
         let _ = handle.join();
     }
     finish(&runner, &dir, &args.stem)
 }
 
-fn run_large(r: &mut Runner, gens: Vec<Generated>, layouts: &[DenseLayout], widths: &[usize], space: bool) {
+fn run_large(r: &mut Runner, gens: Vec<Generated>, layouts: &[DenseLayout], widths: &[usize]) {
     for (spec, handle) in gens {
         let csr = match handle.join() {
             Ok(Ok(c)) => c,
@@ -404,12 +472,16 @@ fn run_large(r: &mut Runner, gens: Vec<Generated>, layouts: &[DenseLayout], widt
             csr.nnz(),
             spec.order.as_str()
         );
-        let job = Job { name: spec.name, class: spec.class, suite: "large", csr: &csr, space };
+        let job = Job {
+            name: spec.name,
+            class: spec.class,
+            suite: "large",
+            csr: &csr,
+        };
         r.run_job(&job, &[ValueType::F32], layouts, widths);
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_real(
     r: &mut Runner,
     name: &str,
@@ -418,7 +490,6 @@ fn run_real(
     values: &[ValueType],
     layouts: &[DenseLayout],
     widths: &[usize],
-    space: bool,
 ) {
     let job_skip = |r: &mut Runner, reason: String| {
         r.skipped.push(Skipped {
@@ -432,10 +503,20 @@ fn run_real(
         Err(e) => job_skip(r, format!("{e:#}")),
         Ok(c) if c.rows() == 0 || c.cols() == 0 || c.nnz() == 0 => job_skip(
             r,
-            format!("empty matrix ({} x {}, nnz {})", c.rows(), c.cols(), c.nnz()),
+            format!(
+                "empty matrix ({} x {}, nnz {})",
+                c.rows(),
+                c.cols(),
+                c.nnz()
+            ),
         ),
         Ok(c) => {
-            let job = Job { name, class, suite: "real", csr: &c, space };
+            let job = Job {
+                name,
+                class,
+                suite: "real",
+                csr: &c,
+            };
             r.run_job(&job, values, layouts, widths);
         }
     }
@@ -466,7 +547,10 @@ mod tests {
     fn compulsory_bytes_follow_the_formula() {
         let a = Csr::from_triplets(3, 2, &[(0, 0, 1.0), (2, 1, 1.0)]).unwrap();
         // nnz (v + 4) + (rows + 1) 4 + (cols + rows) n v
-        assert_eq!(compulsory_bytes(&a, 8, ValueType::F32), 2 * 8 + 4 * 4 + 5 * 8 * 4);
+        assert_eq!(
+            compulsory_bytes(&a, 8, ValueType::F32),
+            2 * 8 + 4 * 4 + 5 * 8 * 4
+        );
         assert_eq!(compulsory_bytes(&a, 1, ValueType::F64), 2 * 12 + 16 + 5 * 8);
         assert_eq!(copies(10, 100), 8);
         assert_eq!(copies(1000, 100), 1);

@@ -94,7 +94,12 @@ pub fn summary_md(r: &Report) -> String {
         .iter()
         .map(|(k, v)| format!("{k} {}", x(Some(*v))))
         .collect();
-    let _ = writeln!(out, "- per width: {}; per type: {}", by_n.join(", "), by_t.join(", "));
+    let _ = writeln!(
+        out,
+        "- per width: {}; per type: {}",
+        by_n.join(", "),
+        by_t.join(", ")
+    );
     let _ = writeln!(
         out,
         "- latency-bound cases (compulsory bytes within L2) {}, bandwidth-bound {}",
@@ -198,7 +203,11 @@ pub fn markdown(r: &Report) -> String {
          rows explicitly, below 1 is room. Latency-bound: the case's compulsory bytes fit in \
          L2 (rotated X/Y copies keep it from being served by the previous call).\n\n",
         r.gpu,
-        if r.partial { " (partial: the run was still going)" } else { "" },
+        if r.partial {
+            " (partial: the run was still going)"
+        } else {
+            ""
+        },
         r.commit,
         r.policy,
         r.ours_choice,
@@ -217,7 +226,11 @@ pub fn markdown(r: &Report) -> String {
     let failed: Vec<String> = r
         .rows
         .iter()
-        .filter_map(|x| x.ours_error.as_ref().map(|e| format!("- {}: {e}", case_label(x))))
+        .filter_map(|x| {
+            x.ours_error
+                .as_ref()
+                .map(|e| format!("- {}: {e}", case_label(x)))
+        })
         .collect();
     if !failed.is_empty() {
         let _ = writeln!(out, "\n## Ours failed\n\n{}", failed.join("\n"));
@@ -225,7 +238,11 @@ pub fn markdown(r: &Report) -> String {
     if !r.skipped.is_empty() {
         let _ = writeln!(out, "\n## Skipped\n");
         for s in &r.skipped {
-            let _ = writeln!(out, "- {} ({}, {}): {}", s.matrix, s.suite, s.what, s.reason);
+            let _ = writeln!(
+                out,
+                "- {} ({}, {}): {}",
+                s.matrix, s.suite, s.what, s.reason
+            );
         }
     }
     out
@@ -247,14 +264,22 @@ pub fn svg(r: &Report, path: &Path) -> Result<()> {
         ("real f64", pts("real", "f64"), RGBColor(44, 160, 44)),
     ];
     let all: Vec<&(f64, f64)> = sets.iter().flat_map(|s| s.1.iter()).collect();
-    let xmin = all.iter().map(|p| p.0).fold(f64::INFINITY, f64::min).min(4.0) - 0.5;
+    let xmin = all
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::INFINITY, f64::min)
+        .min(4.0)
+        - 0.5;
     let xmax = all.iter().map(|p| p.0).fold(0.0, f64::max).max(8.0) + 0.5;
     let ymax = all.iter().map(|p| p.1).fold(1.5f64, f64::max) * 1.1;
     let err = |e: &dyn std::fmt::Display| anyhow!("drawing {}: {e}", path.display());
     let root = SVGBackend::new(path, (960, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("SpMM speedup vs best cuSPARSE algorithm", ("sans-serif", 22))
+        .caption(
+            "SpMM speedup vs best cuSPARSE algorithm",
+            ("sans-serif", 22),
+        )
         .margin(14)
         .x_label_area_size(44)
         .y_label_area_size(56)
@@ -268,7 +293,10 @@ pub fn svg(r: &Report, path: &Path) -> Result<()> {
         .draw()
         .map_err(|e| err(&e))?;
     chart
-        .draw_series(LineSeries::new(vec![(xmin, 1.0), (xmax, 1.0)], BLACK.stroke_width(1)))
+        .draw_series(LineSeries::new(
+            vec![(xmin, 1.0), (xmax, 1.0)],
+            BLACK.stroke_width(1),
+        ))
         .map_err(|e| err(&e))?
         .label("1.0 = cuSPARSE")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
@@ -276,7 +304,10 @@ pub fn svg(r: &Report, path: &Path) -> Result<()> {
         let dx = (i as f64 - 1.0) * 0.12;
         let color = *color;
         chart
-            .draw_series(p.iter().map(|&(x, y)| Circle::new((x + dx, y), 4, color.filled())))
+            .draw_series(
+                p.iter()
+                    .map(|&(x, y)| Circle::new((x + dx, y), 4, color.filled())),
+            )
             .map_err(|e| err(&e))?
             .label(*label)
             .legend(move |(x, y)| Circle::new((x + 9, y), 4, color.filled()));

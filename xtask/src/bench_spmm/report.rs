@@ -80,6 +80,9 @@ pub struct Row {
     pub best_us: Option<f64>,
     /// That variant.
     pub best_variant: Option<String>,
+    /// `SpmmVariant::FALLBACK` (what runs untuned) at the full repetitions
+    /// when it was a finalist, else its sweep time, microseconds.
+    pub fallback_us: Option<f64>,
     /// Every variant of ours measured on this case.
     pub variants: Vec<OursResult>,
     /// Best correct cuSPARSE algorithm, microseconds.
@@ -239,7 +242,10 @@ pub fn summarize(rows: &[Row], skipped: usize) -> Summary {
         }
         let t = format!("{} {}", r.value, r.layout);
         if !by_type.contains_key(&t)
-            && let Some(g) = gm_of(rows.iter().filter(|x| x.value == r.value && x.layout == r.layout))
+            && let Some(g) = gm_of(
+                rows.iter()
+                    .filter(|x| x.value == r.value && x.layout == r.layout),
+            )
         {
             by_type.insert(t, g);
         }
@@ -256,16 +262,16 @@ pub fn summarize(rows: &[Row], skipped: usize) -> Summary {
         geomean_speedup_spmm_large: gm_of(large()),
         geomean_speedup_spmm_real: gm_of(rows.iter().filter(|r| r.suite == "real")),
         geomean_speedup_spmm_latency_bound: gm_of(rows.iter().filter(|r| r.bound == "latency")),
-        geomean_speedup_spmm_bandwidth_bound: gm_of(
-            rows.iter().filter(|r| r.bound == "bandwidth"),
-        ),
+        geomean_speedup_spmm_bandwidth_bound: gm_of(rows.iter().filter(|r| r.bound == "bandwidth")),
         geomean_speedup_by_n: by_n,
         geomean_speedup_by_type: by_type,
         geomean_speedup_spmm_best_of_space: gm(&rows
             .iter()
             .filter_map(|r| r.speedup_best)
             .collect::<Vec<_>>()),
-        geomean_ours_vs_floor_large: gm(&large().filter_map(|r| r.ours_vs_floor).collect::<Vec<_>>()),
+        geomean_ours_vs_floor_large: gm(&large()
+            .filter_map(|r| r.ours_vs_floor)
+            .collect::<Vec<_>>()),
         geomean_cusparse_vs_floor_large: gm(&large()
             .filter_map(|r| r.cusparse_vs_floor)
             .collect::<Vec<_>>()),
@@ -302,7 +308,12 @@ mod tests {
         let mut r = Row {
             matrix: format!("m{n}{suite}"),
             suite: suite.into(),
-            bound: if suite == "large" { "bandwidth" } else { "latency" }.into(),
+            bound: if suite == "large" {
+                "bandwidth"
+            } else {
+                "latency"
+            }
+            .into(),
             value: "f32".into(),
             layout: "row-major".into(),
             n,

@@ -3,9 +3,9 @@
 //! hand over.
 
 use anyhow::{Context, Result};
-use sparserl_rt::synth::Family;
 use sparserl_rt::Csr;
 use sparserl_rt::reorder::Reorder;
+use sparserl_rt::synth::Family;
 
 /// One generated graph.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,7 +115,11 @@ mod tests {
                 // Degree order puts the longest rows first.
                 let first = a.row_len(0);
                 let max = (0..a.rows()).map(|r| a.row_len(r)).max().unwrap();
-                assert!(first * 2 >= max, "{}: first row {first}, longest {max}", s.name);
+                assert!(
+                    first * 2 >= max,
+                    "{}: first row {first}, longest {max}",
+                    s.name
+                );
             }
         }
         let names: std::collections::HashSet<_> =

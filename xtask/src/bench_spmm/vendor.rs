@@ -3,8 +3,8 @@
 //! against the float64 reference on a NaN-poisoned `Y`, then timed with the
 //! same primitive as ours; the fastest correct one wins.
 
-use super::check::Reference;
 use super::report::AlgResult;
+use super::rowerr::Checker;
 use crate::cusparse_spmm::{ALGS, CusparseSpmm, SpmmAlg};
 use anyhow::Result;
 use sparserl_rt::measure::{stats, time_launches};
@@ -15,19 +15,19 @@ use sparserl_rt::{Scalar, tolerance};
 fn check_alg<T: Scalar>(
     cs: &mut CusparseSpmm<'_, T>,
     alg: SpmmAlg,
-    reference: &Reference,
+    checker: &mut Checker<'_>,
 ) -> Result<(f64, Option<String>)> {
-    let layout = cs.layout();
-    let mut run = |fill: f64| -> Result<f64> {
-        cs.fill_y0(T::from_f64(fill))?;
+    let (layout, ld, gpu) = (cs.layout(), cs.ldy(), cs.gpu().clone());
+    let mut run = |poison: bool| -> Result<f64> {
+        cs.fill_y0(poison)?;
         cs.launch(alg, 0)?;
-        Ok(reference.max_row_rel_err(&cs.read_y0()?, layout))
+        checker.check(&gpu, cs.y0(), layout, ld)
     };
-    let err = run(f64::NAN)?;
+    let err = run(true)?;
     if err <= tolerance(T::TYPE) {
         return Ok((err, None));
     }
-    let err0 = run(0.0)?;
+    let err0 = run(false)?;
     if err0 <= tolerance(T::TYPE) {
         return Ok((
             err0,
@@ -60,7 +60,7 @@ pub fn time_alg<T: Scalar>(
 fn try_alg<T: Scalar>(
     cs: &mut CusparseSpmm<'_, T>,
     alg: SpmmAlg,
-    reference: &Reference,
+    checker: &mut Checker<'_>,
     reps: u32,
 ) -> Result<AlgResult> {
     let mut res = AlgResult {
@@ -73,7 +73,7 @@ fn try_alg<T: Scalar>(
     }
     res.supported = true;
     res.preprocessed = cs.preprocessed(alg);
-    let (err, note) = match check_alg(cs, alg, reference) {
+    let (err, note) = match check_alg(cs, alg, checker) {
         Ok(c) => c,
         Err(e) => {
             res.error = Some(format!("skipped, refused at launch: {e:#}"));
@@ -84,7 +84,9 @@ fn try_alg<T: Scalar>(
     res.error = note;
     let tol = tolerance(T::TYPE);
     if err > tol {
-        res.error = Some(format!("per-row relative error {err:.3e} above tolerance {tol:.0e}"));
+        res.error = Some(format!(
+            "per-row relative error {err:.3e} above tolerance {tol:.0e}"
+        ));
         return Ok(res);
     }
     res.correct = true;
@@ -96,13 +98,13 @@ fn try_alg<T: Scalar>(
 /// with its median microseconds.
 pub fn best_alg<T: Scalar>(
     cs: &mut CusparseSpmm<'_, T>,
-    reference: &Reference,
+    checker: &mut Checker<'_>,
     reps: u32,
 ) -> Result<(Vec<AlgResult>, Option<(SpmmAlg, f64)>)> {
     let mut results = Vec::new();
     let mut best: Option<(SpmmAlg, f64)> = None;
     for alg in ALGS {
-        let r = try_alg(cs, alg, reference, reps)?;
+        let r = try_alg(cs, alg, checker, reps)?;
         if r.correct
             && let Some(us) = r.median_us
             && best.is_none_or(|b| us < b.1)
