@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 mod matrices;
 mod report;
 mod sanitizer;
+mod spmm;
 
 use matrices::*;
 use report::*;
@@ -800,12 +801,29 @@ pub fn run(args: Args) -> Result<()> {
         args.out.join("gpu-check.json").display()
     );
 
+    // SpMM: every variant and epilogue at several widths on the edge cases
+    // and the real matrices: `spmm-check.json`.
+    let spmm = if aborted.is_none() {
+        Some(spmm::run(&gpu, &matrices, &args.out)?)
+    } else {
+        None
+    };
+
     // Fused epilogues (every fusing variant x epilogue on matrices with
     // every layout) and CUDA-graph replay: `fused-check.json`.
     crate::bench_app::check::command(crate::bench_app::check::Args {
         small: false,
         out: args.out.clone(),
     })?;
+
+    if let Some(s) = spmm.as_ref().filter(|s| s.failed > 0) {
+        bail!(
+            "gpu-check failed: {} of {} SpMM checks failed; see {}",
+            s.failed,
+            s.passed + s.failed,
+            args.out.join("spmm-check.md").display()
+        );
+    }
 
     if let Some(f) = aborted {
         bail!("gpu-check aborted: {f}");

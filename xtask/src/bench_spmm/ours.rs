@@ -309,6 +309,9 @@ impl Ours {
         let mut ops = Operands::new(gpu, inp)?;
         let mut timed: Vec<(usize, f64)> = Vec::new();
         for (idx, (v, spec)) in list.iter().enumerate() {
+            // A variant far slower than the fastest so far gets fewer samples.
+            let fastest = timed.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+            let max_s = (fastest * 30e-6).clamp(0.01, 0.3);
             let mut r = OursResult {
                 variant: v.id(),
                 ..OursResult::default()
@@ -320,7 +323,8 @@ impl Ours {
             {
                 Err(e) => r.error = Some(format!("not compiled: {e:#}")),
                 Ok(k) => {
-                    self.sweep_one(gpu, &k, inp, &mut ops, checker, &mut r, idx, &mut timed)?
+                    let sweep = Sweep { idx, max_s };
+                    self.sweep_one(gpu, &k, inp, &mut ops, checker, &mut r, sweep, &mut timed)?
                 }
             }
             row.variants.push(r);
@@ -366,7 +370,7 @@ impl Ours {
         ops: &mut Operands<T>,
         checker: &mut Checker<'_>,
         r: &mut OursResult,
-        idx: usize,
+        sweep: Sweep,
         timed: &mut Vec<(usize, f64)>,
     ) -> Result<()> {
         let err = match check(gpu, k, inp.a, ops, checker) {
@@ -391,12 +395,19 @@ impl Ours {
             return Ok(());
         }
         r.correct = true;
-        r.median_us = time(gpu, k, inp.a, ops, (1, self.sweep_reps, 0.3))?;
+        r.median_us = time(gpu, k, inp.a, ops, (1, self.sweep_reps, sweep.max_s))?;
         if let Some(us) = r.median_us {
-            timed.push((idx, us));
+            timed.push((sweep.idx, us));
         }
         Ok(())
     }
+}
+
+/// One sweep step: the variant's index and its time guard.
+#[derive(Debug, Clone, Copy)]
+struct Sweep {
+    idx: usize,
+    max_s: f64,
 }
 
 /// The first few distinct failure reasons, for a case where nothing passed.

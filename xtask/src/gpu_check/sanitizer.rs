@@ -258,9 +258,13 @@ pub(super) fn sanitizer_pass(args: &Args) -> Result<()> {
             ValueType::F64 => sanitize_value::<f64>(&gpu, &mats, &l, &mut counts)?,
         }
     }
+    let (spmm_passed, spmm_failed) = super::spmm::sanitizer_subset(&gpu)?;
+    println!("sanitizer pass: spmm {spmm_passed} checks passed, {spmm_failed} failed");
     println!(
         "{PASS_DONE}: {} launches, {} wrong results, {} launch errors, {not_compiled} kernels not compiled",
-        counts.0, counts.1, counts.2
+        counts.0 + spmm_passed + spmm_failed,
+        counts.1 + spmm_failed,
+        counts.2
     );
     Ok(())
 }
