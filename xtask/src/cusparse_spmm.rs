@@ -242,11 +242,6 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
         self.layout
     }
 
-    /// Columns of `X` and `Y`.
-    pub fn n(&self) -> usize {
-        self.n
-    }
-
     /// `Y_0` (rows x n, tightly stored in the layout).
     pub fn y0(&self) -> &CudaSlice<T> {
         &self.ys[0]
@@ -255,11 +250,6 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
     /// Leading dimension of `Y`.
     pub fn ldy(&self) -> usize {
         leading_dim(self.a.rows(), self.n, self.layout)
-    }
-
-    /// Number of rotated `X`/`Y` copies.
-    pub fn copies(&self) -> usize {
-        self.xs.len()
     }
 
     /// Notes gathered while preparing algorithms.
@@ -272,13 +262,6 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
         self.work[alg.index()]
             .as_ref()
             .is_some_and(|p| p.preprocessed)
-    }
-
-    /// Device bytes of `alg`'s work buffer (0 before it is prepared).
-    pub fn buffer_bytes(&self, alg: SpmmAlg) -> usize {
-        self.work[alg.index()]
-            .as_ref()
-            .map_or(0, |p| p.buf.num_bytes())
     }
 
     fn scalars() -> (T, T) {
@@ -394,21 +377,6 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
         self.launch(alg, i)
     }
 
-    /// Overwrites `Y_0` (`rows x n` in the layout; NaN poison or zeros).
-    pub fn set_y0(&mut self, data: &[T]) -> Result<()> {
-        ensure!(
-            data.len() == self.a.rows() * self.n,
-            "Y must have rows x n entries"
-        );
-        if !data.is_empty() {
-            self.gpu
-                .stream()
-                .memcpy_htod(data, &mut self.ys[0])
-                .context("writing Y")?;
-        }
-        Ok(())
-    }
-
     /// Fills `Y_0` with NaN (`poison`) or zeros, on the device.
     pub fn fill_y0(&mut self, poison: bool) -> Result<()> {
         if poison {
@@ -428,17 +396,6 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
     /// `Y_0`, for a consumer on the same stream (an epilogue kernel).
     pub fn y0_mut(&mut self) -> &mut CudaSlice<T> {
         &mut self.ys[0]
-    }
-
-    /// Reads `Y_0` back (waits for queued work).
-    pub fn read_y0(&self) -> Result<Vec<T>> {
-        let mut y = self
-            .gpu
-            .stream()
-            .clone_dtoh(&self.ys[0])
-            .context("reading Y")?;
-        y.truncate(self.a.rows() * self.n);
-        Ok(y)
     }
 }
 

@@ -42,7 +42,7 @@ impl ValueArg {
 #[derive(clap::Subcommand, Debug)]
 pub enum BenchOp {
     /// SpMM `Y = A X`: ours vs cuSPARSE SpMM vs the X-row gather floor.
-    Spmm(crate::bench_spmm::SpmmArgs),
+    Spmm(Box<crate::bench_spmm::SpmmArgs>),
 }
 
 /// Arguments of `cargo xtask bench` (SpMV; `bench spmm` for SpMM).

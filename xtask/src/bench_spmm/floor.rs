@@ -31,7 +31,7 @@ const UNROLL: usize = 4;
 /// multiple of it, else 1.
 pub fn vector_width(value: ValueType, n: usize, layout: DenseLayout) -> usize {
     let vw = 16 / value.size();
-    if layout == DenseLayout::RowMajor && n % vw == 0 {
+    if layout == DenseLayout::RowMajor && n.is_multiple_of(vw) {
         vw
     } else {
         1
@@ -85,7 +85,7 @@ pub fn floor_us<T: Scalar>(
     let ldx = crate::cusparse_spmm::leading_dim(a.cols(), n, layout) as i64;
     let func = function(gpu, &entry(T::TYPE, layout, vw))?;
     let stream = gpu.stream();
-    let x: Vec<T> = super::random_dense(a.cols() * n, 0x0f10_0e5);
+    let x: Vec<T> = super::random_dense(a.cols() * n, 0x00f1_00e5);
     let mut xs: Vec<CudaSlice<T>> = Vec::new();
     let mut ys: Vec<CudaSlice<T>> = Vec::new();
     for _ in 0..copies.max(1) {

@@ -115,7 +115,6 @@ fn run_case<T: Scalar>(ctx: &Ctx, c: &Case) -> Result<Row> {
         let reference = check::Reference::new(csr, &x, c.n, c.layout, None);
         rowerr::DeviceReference::upload(gpu, &reference)?
     };
-    let mut checker = rowerr::Checker::Device(&mut dref);
     let a = DeviceCsr::<T>::upload_with(gpu, csr, Layouts::NONE).context("uploading A")?;
     let inputs = ours::Inputs {
         csr,
@@ -126,11 +125,11 @@ fn run_case<T: Scalar>(ctx: &Ctx, c: &Case) -> Result<Row> {
         copies,
         reps: ctx.reps,
     };
-    ctx.ours.run(gpu, &inputs, &mut checker, &mut row)?;
+    ctx.ours.run(gpu, &inputs, &mut dref, &mut row)?;
     match CusparseSpmm::new(gpu, &a, &x, c.n, c.layout, copies) {
         Err(e) => row.cusparse_error = Some(format!("cuSPARSE setup failed: {e:#}")),
         Ok(mut cs) => {
-            let (algs, best) = best_alg(&mut cs, &mut checker, ctx.reps)?;
+            let (algs, best) = best_alg(&mut cs, &mut dref, ctx.reps)?;
             row.notes.extend(cs.notes().iter().cloned());
             row.cusparse_algs = algs;
             match best {

@@ -13,7 +13,7 @@
 //! beside it.
 
 use super::report::{OursResult, Row};
-use super::rowerr::{Checker, poison};
+use super::rowerr::{DeviceReference, poison};
 use anyhow::{Context, Result};
 use sparserl_rt::dense::{DenseLayout, DeviceDense};
 use sparserl_rt::measure::{stats, time_launches};
@@ -45,7 +45,7 @@ unsafe impl<T: Scalar> SpmmKernel for RuntimeSpmm<T> {
 
 impl<T: Scalar> RuntimeSpmm<T> {
     /// The kernel of a spec from [`build_spec`] for value type `T`.
-    fn from_spec(spec: &'static SpmmSpec) -> Result<Self> {
+    pub fn from_spec(spec: &'static SpmmSpec) -> Result<Self> {
         anyhow::ensure!(
             spec.value == T::TYPE,
             "spec {} is not {}",
@@ -118,11 +118,15 @@ pub fn build_spec(
     Ok(Box::leak(Box::new(spec)))
 }
 
-type Key = (ValueType, DenseLayout, usize);
+/// A compile job's value type, layout and width.
+pub type Key = (ValueType, DenseLayout, usize);
+
+/// A compiled spec, or why compiling failed.
+pub type Built = Result<&'static SpmmSpec, String>;
 
 /// Every compiled variant per (value type, layout, width).
 pub struct Ours {
-    specs: HashMap<Key, Vec<(SpmmVariant, Result<&'static SpmmSpec, String>)>>,
+    specs: HashMap<Key, Vec<(SpmmVariant, Built)>>,
     sweep_reps: u32,
     finalists: usize,
 }
@@ -169,7 +173,7 @@ impl Ours {
             }
         }
         let arch = gpu.arch();
-        let built = compile_all(&jobs, &arch);
+        let built = compile_all(&jobs, &arch, &[]);
         let failed = built.iter().filter(|b| b.is_err()).count();
         let mut specs: HashMap<Key, Vec<_>> = HashMap::new();
         for ((key, v), r) in jobs.into_iter().zip(built) {
@@ -199,11 +203,14 @@ impl Ours {
     }
 }
 
-/// Generates and compiles every job on all cores.
-fn compile_all(jobs: &[(Key, SpmmVariant)], arch: &str) -> Vec<Result<&'static SpmmSpec, String>> {
+/// Generates and compiles every job (with `epilogues`) on all cores.
+pub fn compile_all(
+    jobs: &[(Key, SpmmVariant)],
+    arch: &str,
+    epilogues: &'static [SpmmEpilogue],
+) -> Vec<Built> {
     let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<Result<&'static SpmmSpec, String>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let out: Mutex<Vec<Option<Built>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
     let workers = std::thread::available_parallelism()
         .map_or(4, |n| n.get())
         .clamp(1, 16);
@@ -215,8 +222,8 @@ fn compile_all(jobs: &[(Key, SpmmVariant)], arch: &str) -> Vec<Result<&'static S
                     let Some(&((value, layout, n), v)) = jobs.get(i) else {
                         break;
                     };
-                    let r =
-                        build_spec(v, value, layout, n, &[], arch).map_err(|e| format!("{e:#}"));
+                    let r = build_spec(v, value, layout, n, epilogues, arch)
+                        .map_err(|e| format!("{e:#}"));
                     out.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
                 }
             });
@@ -263,7 +270,7 @@ fn check<T: Scalar>(
     k: &RuntimeSpmm<T>,
     a: &DeviceCsr<T>,
     ops: &mut Operands<T>,
-    checker: &mut Checker<'_>,
+    checker: &mut DeviceReference,
 ) -> Result<f64> {
     let y = &mut ops.ys[0];
     // SAFETY: the buffer is used on its own stream (the Gpu's), inside this call.
@@ -271,7 +278,7 @@ fn check<T: Scalar>(
     k.spmm(gpu, T::from_f64(1.0), a, &ops.xs[0], T::from_f64(0.0), y)?;
     let (layout, ld) = (y.layout(), y.ld());
     // SAFETY: as above; the checker's kernel runs on the same stream.
-    checker.check(gpu, unsafe { y.raw() }, layout, ld)
+    checker.max_row_rel_err(unsafe { y.raw() }, layout, ld)
 }
 
 /// Median microseconds of `k` over the rotated copies.
@@ -299,7 +306,7 @@ impl Ours {
         &self,
         gpu: &Gpu,
         inp: &Inputs<T>,
-        checker: &mut Checker<'_>,
+        checker: &mut DeviceReference,
         row: &mut Row,
     ) -> Result<()> {
         let Some(list) = self.specs.get(&(T::TYPE, inp.layout, inp.n)) else {
@@ -368,7 +375,7 @@ impl Ours {
         k: &RuntimeSpmm<T>,
         inp: &Inputs<T>,
         ops: &mut Operands<T>,
-        checker: &mut Checker<'_>,
+        checker: &mut DeviceReference,
         r: &mut OursResult,
         sweep: Sweep,
         timed: &mut Vec<(usize, f64)>,

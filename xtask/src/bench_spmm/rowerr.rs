@@ -150,51 +150,6 @@ impl DeviceReference {
     }
 }
 
-/// Where a result is compared: on the host (one download) or the device.
-pub enum Checker<'a> {
-    /// [`Reference::max_row_rel_err`] after a download.
-    Host(&'a Reference),
-    /// [`DeviceReference::max_row_rel_err`].
-    Device(&'a mut DeviceReference),
-}
-
-impl Checker<'_> {
-    /// The largest per-row relative error of `y` (`rows x n`, `layout`, `ld`).
-    pub fn check<T: Scalar>(
-        &mut self,
-        gpu: &Gpu,
-        y: &CudaSlice<T>,
-        layout: DenseLayout,
-        ld: usize,
-    ) -> Result<f64> {
-        match self {
-            Checker::Device(d) => d.max_row_rel_err(y, layout, ld),
-            Checker::Host(r) => {
-                let host = gpu.stream().clone_dtoh(y)?;
-                let (rows, n) = (r.rows(), r.n);
-                let outer = if layout == DenseLayout::RowMajor {
-                    rows
-                } else {
-                    n
-                };
-                let inner = rows * n / outer.max(1);
-                anyhow::ensure!(
-                    rows * n == 0 || host.len() >= (outer - 1) * ld + inner,
-                    "the result is shorter than its shape"
-                );
-                let mut packed = vec![T::default(); rows * n];
-                for i in 0..rows {
-                    for j in 0..n {
-                        let k = layout.index(i, j, layout.packed_ld(rows, n));
-                        packed[k] = host[layout.index(i, j, ld)];
-                    }
-                }
-                Ok(r.max_row_rel_err(&packed, layout))
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

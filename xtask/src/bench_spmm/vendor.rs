@@ -4,7 +4,7 @@
 //! same primitive as ours; the fastest correct one wins.
 
 use super::report::AlgResult;
-use super::rowerr::Checker;
+use super::rowerr::DeviceReference;
 use crate::cusparse_spmm::{ALGS, CusparseSpmm, SpmmAlg};
 use anyhow::Result;
 use sparserl_rt::measure::{stats, time_launches};
@@ -15,13 +15,13 @@ use sparserl_rt::{Scalar, tolerance};
 fn check_alg<T: Scalar>(
     cs: &mut CusparseSpmm<'_, T>,
     alg: SpmmAlg,
-    checker: &mut Checker<'_>,
+    checker: &mut DeviceReference,
 ) -> Result<(f64, Option<String>)> {
-    let (layout, ld, gpu) = (cs.layout(), cs.ldy(), cs.gpu().clone());
+    let (layout, ld) = (cs.layout(), cs.ldy());
     let mut run = |poison: bool| -> Result<f64> {
         cs.fill_y0(poison)?;
         cs.launch(alg, 0)?;
-        checker.check(&gpu, cs.y0(), layout, ld)
+        checker.max_row_rel_err(cs.y0(), layout, ld)
     };
     let err = run(true)?;
     if err <= tolerance(T::TYPE) {
@@ -60,7 +60,7 @@ pub fn time_alg<T: Scalar>(
 fn try_alg<T: Scalar>(
     cs: &mut CusparseSpmm<'_, T>,
     alg: SpmmAlg,
-    checker: &mut Checker<'_>,
+    checker: &mut DeviceReference,
     reps: u32,
 ) -> Result<AlgResult> {
     let mut res = AlgResult {
@@ -94,13 +94,17 @@ fn try_alg<T: Scalar>(
     Ok(res)
 }
 
+/// Every algorithm's outcome, and the fastest correct one with its median
+/// microseconds.
+pub type Best = (Vec<AlgResult>, Option<(SpmmAlg, f64)>);
+
 /// Every CSR algorithm on `cs`: the results and the fastest correct one
 /// with its median microseconds.
 pub fn best_alg<T: Scalar>(
     cs: &mut CusparseSpmm<'_, T>,
-    checker: &mut Checker<'_>,
+    checker: &mut DeviceReference,
     reps: u32,
-) -> Result<(Vec<AlgResult>, Option<(SpmmAlg, f64)>)> {
+) -> Result<Best> {
     let mut results = Vec::new();
     let mut best: Option<(SpmmAlg, f64)> = None;
     for alg in ALGS {

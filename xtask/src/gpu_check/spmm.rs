@@ -61,8 +61,12 @@ impl SpmmSection {
         self.failed += r.failures.len();
         self.compiled += r.compiled;
         let room = LISTED.saturating_sub(self.failures.len());
-        self.failures
-            .extend(r.failures.into_iter().take(room).map(|f| format!("{}: {}", f.what, f.reason)));
+        self.failures.extend(
+            r.failures
+                .into_iter()
+                .take(room)
+                .map(|f| format!("{}: {}", f.what, f.reason)),
+        );
     }
 
     fn markdown(&self) -> String {
@@ -99,11 +103,14 @@ fn check_real_unit<T: Scalar>(
     let which = [(Some(n), None), (Some(n), f), (None, None), (None, f)];
     let tol = tolerance(T::TYPE);
     let fail = |report: &mut SpmmCheckReport, reason: String| {
-        report.failures.push(sparserl_rt::spmm::check::SpmmFailure { what: what.to_string(), reason })
+        report.failures.push(sparserl_rt::spmm::check::SpmmFailure {
+            what: what.to_string(),
+            reason,
+        })
     };
-    let src = match generate(v, T::TYPE, layout, Some(n), &SpmmEpilogue::ALL)
-        .and_then(|s| sparserl_rt::nvrtc::compile_ptx(&s, &gpu.arch(), &[]).map_err(|e| e.to_string()))
-    {
+    let src = match generate(v, T::TYPE, layout, Some(n), &SpmmEpilogue::ALL).and_then(|s| {
+        sparserl_rt::nvrtc::compile_ptx(&s, &gpu.arch(), &[]).map_err(|e| e.to_string())
+    }) {
         Ok(p) => p,
         Err(e) => {
             fail(report, format!("compile: {e}"));
@@ -120,11 +127,18 @@ fn check_real_unit<T: Scalar>(
         }
     };
     for (fsk, &(w, ep)) in fs.iter().zip(&which) {
-        let entry = format!("{} {}", w.map_or("generic".into(), |w| format!("n{w}")), ep.map_or("plain", |e| e.as_str()));
+        let entry = format!(
+            "{} {}",
+            w.map_or("generic".into(), |w| format!("n{w}")),
+            ep.map_or("plain", |e| e.as_str())
+        );
         // SAFETY: the entry of this unit loaded above, for this bench's layout and type.
         match unsafe { bench.check(fsk, ep) } {
             Ok(e) if e <= tol => report.passed += 1,
-            Ok(e) => fail(report, format!("{entry}: per-row relative error {e:.3e} above {tol:.0e}")),
+            Ok(e) => fail(
+                report,
+                format!("{entry}: per-row relative error {e:.3e} above {tol:.0e}"),
+            ),
             Err(e) if e.is_context_fatal() => bail!("{what} {entry}: device fault: {e}"),
             Err(e) => fail(report, format!("{entry}: {e}")),
         }
@@ -133,9 +147,16 @@ fn check_real_unit<T: Scalar>(
 }
 
 /// Every variant on the real matrices at `widths`.
-fn check_real<T: Scalar>(gpu: &Gpu, real: &[&TestMatrix], widths: &[usize]) -> Result<SpmmCheckReport> {
+fn check_real<T: Scalar>(
+    gpu: &Gpu,
+    real: &[&TestMatrix],
+    widths: &[usize],
+) -> Result<SpmmCheckReport> {
     let mut report = SpmmCheckReport::default();
-    let opts = sparserl_rt::MeasureOptions { x_copies: 1, ..Default::default() };
+    let opts = sparserl_rt::MeasureOptions {
+        x_copies: 1,
+        ..Default::default()
+    };
     for m in real {
         for layout in DenseLayout::ALL {
             for &n in widths {
@@ -159,14 +180,20 @@ pub(super) fn run(gpu: &Gpu, matrices: &[TestMatrix], out: &Path) -> Result<Spmm
         real_widths: REAL_WIDTHS.to_vec(),
         ..SpmmSection::default()
     };
-    println!("spmm check: every variant at N = {:?} on the built-in matrices ...", CHECK_WIDTHS);
+    println!(
+        "spmm check: every variant at N = {:?} on the built-in matrices ...",
+        CHECK_WIDTHS
+    );
     s.add(check_all(gpu, &generate, &CHECK_WIDTHS).map_err(|e| anyhow!("spmm check: {e}"))?);
     let real: Vec<&TestMatrix> = matrices.iter().filter(|m| m.source == "real").collect();
     s.real_matrices = real.len();
     s.add(check_real::<f32>(gpu, &real, &REAL_WIDTHS)?);
     s.add(check_real::<f64>(gpu, &real, &REAL_WIDTHS)?);
     s.seconds = t0.elapsed().as_secs_f64();
-    std::fs::write(out.join("spmm-check.json"), serde_json::to_string_pretty(&s)? + "\n")?;
+    std::fs::write(
+        out.join("spmm-check.json"),
+        serde_json::to_string_pretty(&s)? + "\n",
+    )?;
     std::fs::write(out.join("spmm-check.md"), s.markdown())?;
     println!(
         "spmm check: {} / {} passed in {:.0} s; wrote {}",
