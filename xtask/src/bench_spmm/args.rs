@@ -114,3 +114,35 @@ impl SpmmArgs {
         w
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SpmmArgs,
+    }
+
+    fn parse(a: &[&str]) -> SpmmArgs {
+        Cli::try_parse_from(std::iter::once("spmm").chain(a.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn widths_layouts_and_filters() {
+        let d = parse(&[]);
+        assert_eq!(d.widths(), vec![16, 32, 64, 128, 256]);
+        assert_eq!(d.layout.layouts(), vec![DenseLayout::RowMajor]);
+        assert!(d.keeps("anything", "any-class"));
+        let q = parse(&["--quick", "--layout", "both", "--only", "cnr-2000,mesh"]);
+        assert_eq!(q.widths(), vec![16, 64]);
+        assert_eq!(q.layout.layouts().len(), 2);
+        assert!(q.keeps("cnr-2000", "web") && q.keeps("x", "mesh") && !q.keeps("x", "y"));
+        assert_eq!(parse(&["--quick", "--n", "8,0,24"]).widths(), vec![8]);
+        assert_eq!(parse(&["--n", "8,0,24"]).widths(), vec![8, 24]);
+    }
+}

@@ -336,3 +336,77 @@ pub fn rerender(json: &Path) -> Result<()> {
     eprintln!("bench spmm: wrote {}", md.display());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::report::{Row, derive};
+    use super::*;
+
+    fn report() -> Report {
+        let mut rows = Vec::new();
+        for (suite, n, ours, cs) in [("large", 64, 100.0, 150.0), ("real", 16, 10.0, 9.0)] {
+            let mut r = Row {
+                matrix: format!("{suite}-m"),
+                suite: suite.into(),
+                bound: if suite == "large" {
+                    "bandwidth"
+                } else {
+                    "latency"
+                }
+                .into(),
+                value: "f32".into(),
+                layout: "row-major".into(),
+                n,
+                nnz: 1000,
+                bytes: 4_000_000,
+                ours_us: Some(ours),
+                cusparse_us: Some(cs),
+                cusparse_alg: Some("CUSPARSE_SPMM_CSR_ALG3".into()),
+                floor_us: Some(90.0),
+                ..Row::default()
+            };
+            derive(&mut r, 4000.0);
+            rows.push(r);
+        }
+        Report {
+            gpu: "test GPU".into(),
+            commit: "abc".into(),
+            policy: "prior".into(),
+            summary: summarize(&rows, 0),
+            rows,
+            partial: true,
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn the_json_has_the_issue_keys_and_the_views_render() {
+        let r = report();
+        let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+        for k in ["gpu", "commit", "policy"] {
+            assert!(v.get(k).is_some(), "{k}");
+        }
+        let s = &v["summary"];
+        for k in [
+            "geomean_speedup_spmm",
+            "geomean_speedup_spmm_n32",
+            "geomean_speedup_spmm_n64",
+            "geomean_speedup_spmm_n128",
+            "min_speedup_spmm",
+            "geomean_speedup_spmm_large",
+        ] {
+            assert!(s.get(k).is_some(), "summary.{k}");
+        }
+        assert!((s["geomean_speedup_spmm_large"].as_f64().unwrap() - 1.5).abs() < 1e-12);
+        let md = markdown(&r);
+        assert!(md.contains("(partial"));
+        assert!(md.contains("## Bandwidth-bound cases") && md.contains("## Latency-bound cases"));
+        assert!(md.contains("**1.50x**") && md.contains("CSR_ALG3"));
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("spmm.json");
+        std::fs::write(&json, serde_json::to_string(&r).unwrap()).unwrap();
+        rerender(&json).unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("spmm.svg")).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("SpMM speedup"));
+    }
+}
