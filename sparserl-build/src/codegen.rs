@@ -45,7 +45,7 @@ const EPILOGUE: &str = include_str!("../kernels/epilogue.cuh");
 pub mod spmm;
 
 /// Every fragment, in a fixed order (name, text).
-const FRAGMENTS: [(&str, &str); 15] = [
+const FRAGMENTS: [(&str, &str); 11] = [
     ("common.cuh", COMMON),
     ("epilogue.cuh", EPILOGUE),
     ("thread_per_row.cu", THREAD_PER_ROW),
@@ -57,10 +57,6 @@ const FRAGMENTS: [(&str, &str); 15] = [
     ("tiled.cu", TILED),
     ("narrow.cu", NARROW),
     ("sell.cu", SELL),
-    ("spmm_common.cuh", spmm::SPMM_COMMON),
-    ("spmm_row_warp.cu", spmm::SPMM_ROW_WARP),
-    ("spmm_nnz_split.cu", spmm::SPMM_NNZ_SPLIT),
-    ("spmm_col_tile.cu", spmm::SPMM_COL_TILE),
 ];
 
 /// Errors of [`generate`].

@@ -101,6 +101,7 @@ pub fn dense_len(
     }
     // The last outer slice needs only `inner` elements.
     match outer {
+        _ if inner == 0 => Ok(0),
         0 => Ok(0),
         o => (o - 1)
             .checked_mul(ld)
@@ -323,6 +324,8 @@ mod tests {
         assert_eq!(dense_len(3, 4, RowMajor, 6).unwrap(), 16);
         assert_eq!(dense_len(3, 4, ColMajor, 3).unwrap(), 12);
         assert_eq!(dense_len(0, 4, RowMajor, 4).unwrap(), 0);
+        assert_eq!(dense_len(5, 0, RowMajor, 1).unwrap(), 0);
+        assert_eq!(dense_len(0, 5, ColMajor, 1).unwrap(), 0);
         assert!(dense_len(3, 4, RowMajor, 3).is_err());
         assert!(dense_len(3, 4, ColMajor, 2).is_err());
         assert!(dense_len(i32::MAX as usize, 1, RowMajor, 1).is_err());

@@ -9,16 +9,53 @@
 //! `_prep` (and, fused, `_post`) passes. The kernel ABI is documented in
 //! `sparserl_rt::spmm::launch`. Output is deterministic.
 
-use super::{CodegenError, generator_fingerprint};
+use super::CodegenError;
+use sha2::{Digest, Sha256};
 use sparserl_rt::ValueType;
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::{SpmmEpilogue, SpmmStrategy, SpmmVariant};
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
-pub(super) const SPMM_COMMON: &str = include_str!("../../kernels/spmm_common.cuh");
-pub(super) const SPMM_ROW_WARP: &str = include_str!("../../kernels/spmm_row_warp.cu");
-pub(super) const SPMM_NNZ_SPLIT: &str = include_str!("../../kernels/spmm_nnz_split.cu");
-pub(super) const SPMM_COL_TILE: &str = include_str!("../../kernels/spmm_col_tile.cu");
+/// Version of the SpMM generator; bump whenever its composition changes.
+/// [`spmm_generator_fingerprint`] also hashes the fragment texts.
+pub const SPMM_GENERATOR_VERSION: &str = "sparserl-spmm-codegen-1";
+
+const SPMM_COMMON: &str = include_str!("../../kernels/spmm_common.cuh");
+const SPMM_ROW_WARP: &str = include_str!("../../kernels/spmm_row_warp.cu");
+const SPMM_NNZ_SPLIT: &str = include_str!("../../kernels/spmm_nnz_split.cu");
+const SPMM_COL_TILE: &str = include_str!("../../kernels/spmm_col_tile.cu");
+
+/// Every SpMM fragment (name, text), in a fixed order.
+const SPMM_FRAGMENTS: [(&str, &str); 4] = [
+    ("spmm_common.cuh", SPMM_COMMON),
+    ("spmm_row_warp.cu", SPMM_ROW_WARP),
+    ("spmm_nnz_split.cu", SPMM_NNZ_SPLIT),
+    ("spmm_col_tile.cu", SPMM_COL_TILE),
+];
+
+/// [`SPMM_GENERATOR_VERSION`] plus a short hash of every SpMM fragment:
+/// changes whenever generated SpMM code can change (kept apart from the SpMV
+/// `generator_fingerprint`, so SpMM work does not make SpMV lock files stale).
+pub fn spmm_generator_fingerprint() -> String {
+    static FP: OnceLock<String> = OnceLock::new();
+    FP.get_or_init(|| {
+        let mut h = Sha256::new();
+        h.update(SPMM_GENERATOR_VERSION.as_bytes());
+        for (name, text) in SPMM_FRAGMENTS {
+            h.update((name.len() as u64).to_le_bytes());
+            h.update(name.as_bytes());
+            h.update((text.len() as u64).to_le_bytes());
+            h.update(text.as_bytes());
+        }
+        let hex: String = h.finalize()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("{SPMM_GENERATOR_VERSION}+{hex}")
+    })
+    .clone()
+}
 
 /// One entry point of a generated SpMM unit.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -109,7 +146,7 @@ pub fn generate_spmm(
         "// width: {}",
         width.map_or("generic".to_string(), |n| n.to_string())
     );
-    let _ = writeln!(s, "// generator: {}", generator_fingerprint());
+    let _ = writeln!(s, "// generator: {}", spmm_generator_fingerprint());
     let _ = writeln!(s);
     for (k, val) in [
         ("T", value.cuda_name().to_string()),

@@ -160,6 +160,7 @@ fn compile_units(gpu: &Gpu, generate: SpmmGenerator<'_>, widths: &[usize]) -> Ve
 fn check_value<T: Scalar>(
     gpu: &Gpu,
     units: &[Unit],
+    widths: &[usize],
     matrices: &[(String, Csr)],
     report: &mut SpmmCheckReport,
 ) -> Result<(), RtError> {
@@ -169,9 +170,7 @@ fn check_value<T: Scalar>(
     };
     for (name, csr) in matrices {
         for layout in DenseLayout::ALL {
-            let mut widths: Vec<usize> = units.iter().map(|u| u.n).collect();
-            widths.dedup();
-            for n in widths {
+            for &n in widths {
                 let bench = SpmmBench::<T>::new(gpu, csr, n, layout, &opts)?;
                 let here = units
                     .iter()
@@ -221,7 +220,16 @@ fn check_unit<T: Scalar>(
         let outcome = match &loaded {
             Err(e) => Err(e.clone()),
             // SAFETY: entry k of the unit loaded above, for this bench's layout and type.
-            Ok(fs) => match unsafe { bench.check(&fs[k], ep) } {
+            Ok(fs) => match unsafe { bench.check(&fs[k], ep) }.and_then(|e| {
+                // The tuned plain entry also runs captured in a CUDA graph.
+                // SAFETY: as above.
+                let g = if k == 0 {
+                    unsafe { bench.check_captured(&fs[k], ep) }?
+                } else {
+                    0.0
+                };
+                Ok(e.max(g))
+            }) {
                 Ok(err) => Ok(err),
                 Err(e) if e.is_context_fatal() => {
                     return Err(RtError::InvalidArgument(format!(
@@ -247,7 +255,8 @@ fn check_unit<T: Scalar>(
 /// [`check_matrices`]: every variant of `spmm_space(n, layout)`, both value
 /// types and layouts, its tuned-width and generic entries, plain and
 /// `bias-relu`, each against the float64 reference (NaN-poisoned `Y` with
-/// `beta = 0`, then `alpha = -0.75`, `beta = 1.5`). A device fault that
+/// `beta = 0`, then `alpha = -0.75`, `beta = 1.5`; the tuned plain entry
+/// also replayed from a captured CUDA graph). A device fault that
 /// destroys the context is an `Err`; everything else is counted.
 pub fn check_all(
     gpu: &Gpu,
@@ -260,7 +269,7 @@ pub fn check_all(
         compiled: units.iter().filter(|u| u.ptx.is_ok()).count(),
         ..SpmmCheckReport::default()
     };
-    check_value::<f32>(gpu, &units, &matrices, &mut report)?;
-    check_value::<f64>(gpu, &units, &matrices, &mut report)?;
+    check_value::<f32>(gpu, &units, widths, &matrices, &mut report)?;
+    check_value::<f64>(gpu, &units, widths, &matrices, &mut report)?;
     Ok(report)
 }

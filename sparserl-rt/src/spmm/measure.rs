@@ -247,6 +247,47 @@ impl<T: Scalar> SpmmBench<T> {
         Ok(worst)
     }
 
+    /// [`SpmmBench::check`]'s first case (`Y = A X` on a NaN `Y`) with the
+    /// launch captured into a CUDA graph ([`Gpu::capture`]) and the graph
+    /// replayed twice: the largest per-row relative error.
+    ///
+    /// # Safety
+    /// As [`SpmmBench::check`].
+    pub unsafe fn check_captured(
+        &self,
+        f: &SpmmFunctions,
+        epilogue: Option<SpmmEpilogue>,
+    ) -> Result<f64, RtError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        self.references(st, epilogue)?;
+        let (rows, n) = (self.csr.rows(), self.n);
+        st.ys[0].copy_from_host(&self.gpu, &vec![T::from_f64(f64::NAN); rows * n])?;
+        let (xs, ys, bias) = (&st.xs, &mut st.ys, &st.bias);
+        let graph = self.gpu.capture(|| {
+            let ops = SpmmOperands {
+                a: &self.a,
+                x: &xs[0],
+                y: &mut ys[0],
+                alpha: T::from_f64(1.0),
+                beta: T::from_f64(0.0),
+                bias: epilogue.map(|_| bias),
+            };
+            check_spmm(&self.gpu, self.layout, &ops)?;
+            launch_spmm(&self.gpu, f, ops)
+        })?;
+        graph.launch(&self.gpu)?;
+        graph.launch(&self.gpu)?;
+        drop(graph);
+        let y: Vec<f64> = st.ys[0]
+            .to_host(&self.gpu)?
+            .iter()
+            .map(|v| v.to_f64())
+            .collect();
+        let (reference, mag) = &st.check.refs[&epilogue][0];
+        Ok(max_row_rel_err(&y, reference, mag, rows, n, self.layout))
+    }
+
     /// Checks `f` ([`SpmmBench::check`]), then times `Y = A X` (fused:
     /// with the bias) with [`time_launches`] on the rotated copies. A wrong
     /// result or a recoverable error is a measurement with `correct: false`;

@@ -136,3 +136,143 @@ fn epilogues_parse_their_spelling() {
         "\"bias-relu\""
     );
 }
+
+mod spec {
+    use super::super::launch::{SpmmImage, SpmmModule, SpmmSpec};
+    use super::*;
+    use crate::kernel::{Image, Provenance};
+
+    static IMAGES: [SpmmImage; 2] = [
+        SpmmImage {
+            arch: "sm_80",
+            ptx: "p80",
+            cubin: None,
+        },
+        SpmmImage {
+            arch: "sm_90",
+            ptx: "p90",
+            cubin: Some(b"c90"),
+        },
+    ];
+
+    const fn module(width: Option<usize>) -> SpmmModule {
+        SpmmModule {
+            variant: SpmmVariant::of(SpmmStrategy::RowWarp),
+            width,
+            source: "",
+            images: &IMAGES,
+        }
+    }
+
+    static TUNED: [SpmmModule; 2] = [module(Some(32)), module(Some(128))];
+
+    fn spec(tuned: &'static [SpmmModule]) -> SpmmSpec {
+        SpmmSpec {
+            name: "gcn",
+            value: ValueType::F32,
+            layout: DenseLayout::RowMajor,
+            tuned,
+            fallback: SpmmModule {
+                variant: SpmmVariant::FALLBACK,
+                ..module(None)
+            },
+            epilogues: &[],
+            provenance: Provenance::Policy,
+            tuned_on: None,
+        }
+    }
+
+    #[test]
+    fn widths_pick_the_tuned_or_the_nearest_generic_entry() {
+        let s = spec(&TUNED);
+        assert_eq!(s.module_for(32).1, Some(32));
+        assert_eq!(s.module_for(128).1, Some(128));
+        let (m, w) = s.module_for(40);
+        assert_eq!((m.width, w), (Some(32), None));
+        let (m, w) = s.module_for(100);
+        assert_eq!((m.width, w), (Some(128), None));
+        // A tie goes to the smaller width.
+        assert_eq!(s.module_for(80).0.width, Some(32));
+        let none = spec(&[]);
+        let (m, w) = none.module_for(64);
+        assert_eq!((m.variant, w), (SpmmVariant::FALLBACK, None));
+    }
+
+    #[test]
+    fn images_follow_the_device() {
+        let m = module(Some(32));
+        assert_eq!(
+            m.image_for("k", (9, 0)).unwrap(),
+            Some(Image::Cubin {
+                arch: "sm_90",
+                bytes: b"c90"
+            })
+        );
+        assert_eq!(
+            m.image_for("k", (10, 0)).unwrap(),
+            Some(Image::Ptx {
+                arch: "sm_90",
+                text: "p90"
+            })
+        );
+        assert_eq!(
+            m.image_for("k", (8, 6)).unwrap(),
+            Some(Image::Ptx {
+                arch: "sm_80",
+                text: "p80"
+            })
+        );
+        assert!(matches!(
+            m.image_for("k", (7, 5)),
+            Err(crate::RtError::UnsupportedDevice { .. })
+        ));
+        let bare = SpmmModule {
+            images: &[],
+            ..module(None)
+        };
+        assert_eq!(bare.image_for("k", (9, 0)).unwrap(), None);
+    }
+}
+
+/// Why the kernels accumulate in double for f32 too: a long row summed in
+/// float (as a lane of row-warp or col-tile would, one product after the
+/// other) drifts with the row length; with terms of one sign (a GCN layer:
+/// a non-negative normalised adjacency times ReLU features) a row of 2M
+/// nonzeros misses the 1e-5 per-row tolerance, the double sum rounded once
+/// meets it. (With random signs the float sum stays within it here.)
+#[test]
+fn float_accumulation_fails_the_tolerance_on_long_rows() {
+    // A fixed linear congruential sequence in [0, 1).
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let len = 2_000_000;
+    let terms: Vec<(f32, f32)> = (0..len).map(|_| (next(), next())).collect();
+    let err = |sign: bool| {
+        let t: Vec<(f32, f32)> = terms
+            .iter()
+            .map(|&(a, x)| (a, if sign { 2.0 * x - 1.0 } else { x }))
+            .collect();
+        let exact: f64 = t.iter().map(|&(a, x)| a as f64 * x as f64).sum();
+        let mag: f64 = t.iter().map(|&(a, x)| (a as f64 * x as f64).abs()).sum();
+        let in_float = t.iter().fold(0f32, |s, &(a, x)| s + a * x) as f64;
+        let in_double = exact as f32 as f64;
+        let den = exact.abs().max(reference::ROW_FLOOR * mag);
+        (
+            (in_float - exact).abs() / den,
+            (in_double - exact).abs() / den,
+        )
+    };
+    let (pos_float, pos_double) = err(false);
+    let (mixed_float, mixed_double) = err(true);
+    eprintln!(
+        "row of {len}: one sign: float {pos_float:e}, double {pos_double:e}; \
+         random signs: float {mixed_float:e}, double {mixed_double:e}"
+    );
+    assert!(pos_float > 1e-5, "float accumulation error {pos_float:e}");
+    assert!(pos_double < 1e-6 && mixed_double < 1e-6);
+}

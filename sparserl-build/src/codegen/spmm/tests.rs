@@ -43,7 +43,8 @@ fn units_hold_tuned_generic_and_fused_entries() {
     for e in &k.entries {
         assert!(k.source.contains(&format!("#define ENTRY {}\n", e.name)));
     }
-    assert!(k.source.contains(&generator_fingerprint()));
+    assert!(k.source.contains(&spmm_generator_fingerprint()));
+    assert!(spmm_generator_fingerprint().starts_with(SPMM_GENERATOR_VERSION));
     let again = generate_spmm(
         &v,
         ValueType::F32,
