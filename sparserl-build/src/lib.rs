@@ -74,6 +74,7 @@ pub mod gpu_lock;
 pub mod lock;
 #[doc(hidden)]
 pub mod search;
+mod spmm_shim;
 
 pub use builder::{
     BuildError, BuildReport, Builder, CacheStatus, Entry, KernelReport, Mode, Output, build,
