@@ -83,8 +83,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::spmm_shim::{DenseLayout, SpmmEpilogue};
 use serde::{Serialize, Serializer};
+use sparserl_rt::dense::DenseLayout;
+use sparserl_rt::spmm::SpmmEpilogue;
 use sparserl_rt::{Csr, ValueType};
 use thiserror::Error;
 use toml::{Table, Value};

@@ -66,15 +66,20 @@ pub mod descriptor;
 #[doc(hidden)]
 pub mod emit;
 #[doc(hidden)]
+pub mod emit_spmm;
+#[doc(hidden)]
 pub mod entry;
+#[doc(hidden)]
+pub mod entry_spmm;
 #[doc(hidden)]
 pub mod gpu;
 #[doc(hidden)]
 pub mod gpu_lock;
+pub mod gpu_spmm;
 pub mod lock;
+pub mod lock_spmm;
 #[doc(hidden)]
 pub mod search;
-mod spmm_shim;
 
 pub use builder::{
     BuildError, BuildReport, Builder, CacheStatus, Entry, KernelReport, Mode, Output, build,

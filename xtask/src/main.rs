@@ -19,6 +19,7 @@ mod policy_classes;
 mod provision;
 mod ptxas;
 mod retune;
+mod retune_spmm;
 mod test;
 mod vector_ptx;
 

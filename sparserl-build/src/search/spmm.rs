@@ -189,8 +189,12 @@ impl Ledger<'_> {
 
     /// The variants not rejected, fastest first (ties: measurement order).
     fn ranked(&self) -> Vec<(SpmmVariant, f64)> {
-        let mut r: Vec<(SpmmVariant, f64)> =
-            self.seen.iter().filter(|(_, g)| *g > 0.0).copied().collect();
+        let mut r: Vec<(SpmmVariant, f64)> = self
+            .seen
+            .iter()
+            .filter(|(_, g)| *g > 0.0)
+            .copied()
+            .collect();
         r.sort_by(|a, b| b.1.total_cmp(&a.1));
         r
     }
