@@ -42,8 +42,10 @@ const NARROW: &str = include_str!("../kernels/narrow.cu");
 const SELL: &str = include_str!("../kernels/sell.cu");
 const EPILOGUE: &str = include_str!("../kernels/epilogue.cuh");
 
+pub mod spmm;
+
 /// Every fragment, in a fixed order (name, text).
-const FRAGMENTS: [(&str, &str); 11] = [
+const FRAGMENTS: [(&str, &str); 15] = [
     ("common.cuh", COMMON),
     ("epilogue.cuh", EPILOGUE),
     ("thread_per_row.cu", THREAD_PER_ROW),
@@ -55,6 +57,10 @@ const FRAGMENTS: [(&str, &str); 11] = [
     ("tiled.cu", TILED),
     ("narrow.cu", NARROW),
     ("sell.cu", SELL),
+    ("spmm_common.cuh", spmm::SPMM_COMMON),
+    ("spmm_row_warp.cu", spmm::SPMM_ROW_WARP),
+    ("spmm_nnz_split.cu", spmm::SPMM_NNZ_SPLIT),
+    ("spmm_col_tile.cu", spmm::SPMM_COL_TILE),
 ];
 
 /// Errors of [`generate`].

@@ -851,6 +851,11 @@ impl<T: Scalar> DeviceVec<T> {
     pub(crate) fn as_mut_slice(&mut self) -> &mut CudaSlice<T> {
         &mut self.buf
     }
+
+    /// The buffer and its owning stream (for [`crate::DeviceDense::from_vec`]).
+    pub(crate) fn into_parts(self) -> (CudaSlice<T>, Arc<CudaStream>) {
+        (self.buf, self.stream)
+    }
 }
 
 #[cfg(test)]

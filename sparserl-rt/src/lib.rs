@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod csr;
+pub mod dense;
 pub mod variant;
 
 pub use csr::{Csr, CsrError};
@@ -49,6 +50,8 @@ pub mod renumber;
 pub mod reorder;
 pub mod scalar;
 pub mod solvers;
+pub mod spmm;
+pub use dense::{DenseLayout, DeviceDense};
 pub use device::{
     DeviceBinned, DeviceCsr, DeviceDia, DeviceTiled, DeviceVec, Gpu, Layouts, Scalar, validate_raw,
 };
@@ -60,3 +63,4 @@ pub use launch::{Dispatch, Fused, SpmvKernel, dispatch, launch_variant};
 pub use measure::{Bench, MeasureOptions, Measurement, copy_bandwidth_gbs, tolerance};
 pub use renumber::{Internal, Numbering, Operand};
 pub use scalar::{Coef, DeviceCoefs, DeviceScalar};
+pub use spmm::{SpmmEpilogue, SpmmKernel, SpmmSpec, SpmmStrategy, SpmmVariant, spmm_space};

@@ -1,0 +1,16 @@
+//! SpMM, `Y = alpha A X + beta Y` with a dense `X` of `N` columns: the
+//! design space ([`SpmmVariant`], [`spmm_space`]), the float64 reference
+//! ([`reference`], [`Csr::spmm_f64`](crate::Csr::spmm_f64)), the typed
+//! launches ([`SpmmKernel`], [`SpmmSpec`]) and, with the `tools` feature,
+//! the measurement harness ([`measure`]) and the GPU check ([`check`]).
+
+pub mod launch;
+pub mod reference;
+pub mod variant;
+
+pub use launch::{SpmmFunctions, SpmmImage, SpmmKernel, SpmmModule, SpmmSpec};
+pub use reference::{SpmmCase, max_row_rel_err, spmm_reference};
+pub use variant::{SpmmEpilogue, SpmmShape, SpmmStrategy, SpmmVariant, spmm_bytes, spmm_space};
+
+#[cfg(test)]
+mod tests;
