@@ -377,7 +377,12 @@ fn compile_module(
     variant: SpmmVariant,
     width: Option<usize>,
 ) -> Result<SpmmModuleEntry, BuildError> {
-    let source = generate_spmm(&variant, decl.value, s.dense, width, &s.epilogues);
+    let source = generate_spmm(&variant, decl.value, s.dense, width, &s.epilogues)
+        .map_err(|source| BuildError::Codegen {
+            kernel: decl.name.clone(),
+            source,
+        })?
+        .source;
     let compile_err = |source| BuildError::Compile {
         kernel: decl.name.clone(),
         source,
