@@ -174,7 +174,7 @@ impl Measurement {
 
 /// Serde helper: non-finite `f64` as `null`, `null` read back as infinity
 /// (JSON has no infinity or NaN).
-mod finite_or_null {
+pub(crate) mod finite_or_null {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
@@ -879,7 +879,7 @@ pub fn time_graph<E: From<RtError>>(
 }
 
 /// `n` random values in [-1, 1), rounded to `T`.
-fn random_x<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Vec<T> {
+pub(crate) fn random_x<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Vec<T> {
     (0..n)
         .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
         .collect()
