@@ -21,6 +21,7 @@ mod policy_classes;
 mod provision;
 mod ptxas;
 mod retune;
+mod retune_spmm;
 mod test;
 mod vector_ptx;
 
