@@ -37,6 +37,17 @@ impl LayoutArg {
     }
 }
 
+/// Where every variant of the space is measured besides the search.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepArg {
+    /// Nowhere.
+    None,
+    /// On the real matrices.
+    Real,
+    /// On every matrix (slow on the large graphs).
+    All,
+}
+
 /// Arguments of `cargo xtask bench spmm`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SpmmArgs {
@@ -80,6 +91,17 @@ pub struct SpmmArgs {
     /// Keep only matrices whose name or class is in this comma-separated list.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// The product's measured-search budget per large case, seconds.
+    #[arg(long, default_value_t = 2.0)]
+    pub budget_large: f64,
+    /// The same per real case.
+    #[arg(long, default_value_t = 0.25)]
+    pub budget_real: f64,
+    /// Also measure every variant of the space (the best of the space and
+    /// the untuned fallback beside ours): on the real matrices, everywhere,
+    /// or nowhere.
+    #[arg(long, value_enum, default_value = "none")]
+    pub sweep: SweepArg,
     /// Timed repetitions of every correct variant of our space in the sweep.
     #[arg(long, default_value_t = 3)]
     pub sweep_reps: u32,

@@ -8,10 +8,11 @@
 //! `time_launches`: warm-up, median, rotated X/Y copies when the case's
 //! compulsory bytes fit in L2):
 //!
-//! - **ours**: the measured choice over the whole SpMM design space at the
-//!   case's width (see [`ours`]: every variant of `spmm_space(n, layout)`
-//!   checked and timed, the fastest re-timed), launched through the
-//!   product's `SpmmKernel` API; `SpmmVariant::FALLBACK` (untuned) beside it;
+//! - **ours**: the winner of the product's measured SpMM search at the
+//!   case's width ([`search`]: `search_spmm` over the SpMM prior's ranking,
+//!   budget `--budget-large` / `--budget-real`), launched through the
+//!   product's `SpmmKernel` API ([`ours`]); the prior's first pick beside it,
+//!   and with `--sweep` the best of the whole space and the untuned fallback;
 //! - **cuSPARSE**: `cusparseSpMM` with every CSR algorithm, preprocessed,
 //!   the fastest correct one kept (an algorithm cuSPARSE refuses for the
 //!   layout or value type is recorded as skipped);
@@ -27,6 +28,7 @@ pub mod ours;
 mod render;
 pub mod report;
 pub mod rowerr;
+mod search;
 pub mod suite;
 mod vendor;
 
@@ -57,6 +59,7 @@ struct Ctx {
     copy_gbs: f64,
     reps: u32,
     floor: bool,
+    sweep: args::SweepArg,
 }
 
 /// One matrix of a suite.
@@ -125,7 +128,12 @@ fn run_case<T: Scalar>(ctx: &Ctx, c: &Case) -> Result<Row> {
         copies,
         reps: ctx.reps,
     };
-    ctx.ours.run(gpu, &inputs, &mut dref, &mut row)?;
+    let sweep = match ctx.sweep {
+        args::SweepArg::None => false,
+        args::SweepArg::Real => c.job.suite == "real",
+        args::SweepArg::All => true,
+    };
+    ctx.ours.run(gpu, &inputs, &mut dref, &mut row, sweep)?;
     match CusparseSpmm::new(gpu, &a, &x, c.n, c.layout, copies) {
         Err(e) => row.cusparse_error = Some(format!("cuSPARSE setup failed: {e:#}")),
         Ok(mut cs) => {
@@ -392,6 +400,7 @@ pub fn run(args: SpmmArgs) -> Result<()> {
         &widths,
         args.sweep_reps,
         args.finalists,
+        (args.budget_large, args.budget_real),
     )?;
     let dir = out_dir(&args);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -418,6 +427,7 @@ pub fn run(args: SpmmArgs) -> Result<()> {
             copy_gbs,
             reps: args.reps,
             floor: !args.no_floor,
+            sweep: args.sweep,
         },
         start,
         max_seconds: args.max_seconds,

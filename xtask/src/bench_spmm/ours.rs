@@ -1,16 +1,16 @@
-//! Ours: the measured choice over the whole SpMM design space.
+//! Ours: the SpMM variants of the design space, compiled once, launched
+//! through the product's API, chosen by the product's measured search.
 //!
 //! Every variant of `spmm_space(n, layout)` is generated with the case's
 //! width as its compile-time width (as a build that declares that width
 //! ships it), compiled once up front with NVRTC on all cores, wrapped in an
 //! [`SpmmSpec`] and launched through the product's own safe API
-//! ([`SpmmKernel::spmm`]). Per case: every variant checked against the
-//! float64 reference on a NaN-poisoned Y, the correct ones timed briefly
-//! (`sweep_reps`), the fastest `finalists` timed again with the full
-//! repetitions; the fastest of those is ours (an exhaustive measured search:
-//! what the build-time search converges to with enough budget). The space's
-//! fallback variant (`SpmmVariant::FALLBACK`, what runs untuned) is reported
-//! beside it.
+//! ([`SpmmKernel::spmm`]). Per case, ours is the winner of the product's
+//! measured search (`super::search`: `search_spmm` over the prior's ranking,
+//! each measurement checked against float64 on a NaN-poisoned Y before it is
+//! timed). With `--sweep` every variant is also checked and timed briefly
+//! and the fastest re-timed: the best of the space, and
+//! `SpmmVariant::FALLBACK` (what runs untuned) beside it.
 
 use super::report::{OursResult, Row};
 use super::rowerr::{DeviceReference, poison};
@@ -129,6 +129,8 @@ pub struct Ours {
     specs: HashMap<Key, Vec<(SpmmVariant, Built)>>,
     sweep_reps: u32,
     finalists: usize,
+    /// Search budgets (large, real), seconds.
+    budget: (f64, f64),
 }
 
 /// What one case hands to ours.
@@ -158,6 +160,7 @@ impl Ours {
         widths: &[usize],
         sweep_reps: u32,
         finalists: usize,
+        budget: (f64, f64),
     ) -> Result<Self> {
         let t = std::time::Instant::now();
         let mut jobs: Vec<(Key, SpmmVariant)> = Vec::new();
@@ -188,17 +191,19 @@ impl Ours {
             specs,
             sweep_reps: sweep_reps.max(1),
             finalists: finalists.max(1),
+            budget,
         })
     }
 
     /// How ours is chosen, for the report.
     pub fn choice_label(&self) -> String {
         format!(
-            "ours = measured search over the whole spmm_space(n, layout) at the case's width \
-             (every variant checked, timed {} times, the {} fastest re-timed; the product's \
-             build-time search with an unlimited budget); fallback = SpmmVariant::FALLBACK \
-             (untuned)",
-            self.sweep_reps, self.finalists
+            "ours = the product's measured SpMM search (sparserl-build's search_spmm over the \
+             SpMM prior's ranking of spmm_space(n, layout) at the case's width, default \
+             settings, budget {} s per large case and {} s per real case; the winner re-timed); \
+             prior = the prior's first variant; best of space (with --sweep) = every variant \
+             checked, timed {} times, the {} fastest re-timed",
+            self.budget.0, self.budget.1, self.sweep_reps, self.finalists
         )
     }
 }
@@ -237,7 +242,7 @@ pub fn compile_all(
 }
 
 /// X and Y copies of one case, on the device.
-struct Operands<T: Scalar> {
+pub(super) struct Operands<T: Scalar> {
     xs: Vec<DeviceDense<T>>,
     ys: Vec<DeviceDense<T>>,
     next: usize,
@@ -265,7 +270,7 @@ impl<T: Scalar> Operands<T> {
 }
 
 /// Checks `k` on copy 0 (NaN-poisoned Y): the largest per-row error.
-fn check<T: Scalar>(
+pub(super) fn check<T: Scalar>(
     gpu: &Gpu,
     k: &RuntimeSpmm<T>,
     a: &DeviceCsr<T>,
@@ -282,7 +287,7 @@ fn check<T: Scalar>(
 }
 
 /// Median microseconds of `k` over the rotated copies.
-fn time<T: Scalar>(
+pub(super) fn time<T: Scalar>(
     gpu: &Gpu,
     k: &RuntimeSpmm<T>,
     a: &DeviceCsr<T>,
@@ -300,20 +305,45 @@ fn time<T: Scalar>(
 }
 
 impl Ours {
-    /// Measures the space on one case into `row` (`ours_*`, `best_*`,
-    /// `fallback_us`, `variants`).
+    /// Ours on one case into `row`: the product's measured search
+    /// (`ours_*`, `prior_*`, `search_*`), then with `sweep` the whole space
+    /// (`best_*`, `fallback_us`, `variants`).
     pub fn run<T: Scalar>(
         &self,
         gpu: &Gpu,
         inp: &Inputs<T>,
         checker: &mut DeviceReference,
         row: &mut Row,
+        sweep: bool,
     ) -> Result<()> {
         let Some(list) = self.specs.get(&(T::TYPE, inp.layout, inp.n)) else {
             row.ours_error = Some("no compiled variant for this case".into());
             return Ok(());
         };
         let mut ops = Operands::new(gpu, inp)?;
+        let budget = if row.suite == "large" {
+            self.budget.0
+        } else {
+            self.budget.1
+        };
+        super::search::run(gpu, list, inp, &mut ops, checker, row, budget)?;
+        if sweep {
+            self.sweep_space(gpu, list, inp, &mut ops, checker, row)?;
+        }
+        Ok(())
+    }
+
+    /// Every variant of the space, the fastest re-timed: `best_*`,
+    /// `fallback_us`, `variants`.
+    fn sweep_space<T: Scalar>(
+        &self,
+        gpu: &Gpu,
+        list: &[(SpmmVariant, Built)],
+        inp: &Inputs<T>,
+        ops: &mut Operands<T>,
+        checker: &mut DeviceReference,
+        row: &mut Row,
+    ) -> Result<()> {
         let mut timed: Vec<(usize, f64)> = Vec::new();
         for (idx, (v, spec)) in list.iter().enumerate() {
             // A variant far slower than the fastest so far gets fewer samples.
@@ -335,7 +365,7 @@ impl Ours {
                         max_s,
                         fastest_us: fastest,
                     };
-                    self.sweep_one(gpu, &k, inp, &mut ops, checker, &mut r, sweep, &mut timed)?
+                    self.sweep_one(gpu, &k, inp, ops, checker, &mut r, sweep, &mut timed)?
                 }
             }
             row.variants.push(r);
@@ -345,7 +375,7 @@ impl Ours {
         for &(idx, _) in timed.iter().take(self.finalists) {
             let Ok(spec) = &list[idx].1 else { continue };
             let k = RuntimeSpmm::<T>::from_spec(spec)?;
-            if let Some(us) = time(gpu, &k, inp.a, &mut ops, (3, inp.reps, 1.0))? {
+            if let Some(us) = time(gpu, &k, inp.a, ops, (3, inp.reps, 1.0))? {
                 row.variants[idx].median_us = Some(us);
                 if best.is_none_or(|b| us < b.1) {
                     best = Some((idx, us));
@@ -360,14 +390,12 @@ impl Ours {
         }
         match best {
             Some((idx, us)) => {
-                row.ours_us = Some(us);
-                row.ours_variant = Some(list[idx].0.id());
-                row.ours_source = Some("measured".into());
-                row.ours_max_row_rel_err = row.variants[idx].max_row_rel_err;
                 row.best_us = Some(us);
-                row.best_variant = row.ours_variant.clone();
+                row.best_variant = Some(list[idx].0.id());
             }
-            None => row.ours_error = Some(first_errors(&row.variants)),
+            None => row
+                .notes
+                .push(format!("sweep: {}", first_errors(&row.variants))),
         }
         Ok(())
     }

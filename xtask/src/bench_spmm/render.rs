@@ -110,10 +110,11 @@ pub fn summary_md(r: &Report) -> String {
         out,
         "- X-row gather floor on the large graphs (floor time / time, geomean): ours {}, \
          cuSPARSE {}; best variant of our space where every variant was measured: {} over \
-         cuSPARSE",
+         cuSPARSE; the prior's first pick alone: {} over cuSPARSE",
         x(s.geomean_ours_vs_floor_large),
         x(s.geomean_cusparse_vs_floor_large),
         x(s.geomean_speedup_spmm_best_of_space),
+        x(s.geomean_speedup_spmm_prior),
     );
     let _ = writeln!(
         out,
@@ -131,18 +132,23 @@ fn table(out: &mut String, title: &str, rows: &[&Row]) {
         out,
         "\n## {title}\n\n| matrix | value | layout | n | nnz | ours us | ours GB/s | % copy | ours \
          variant (choice) | cuSPARSE us (alg) | cuSPARSE GB/s | speedup | floor us | floor GB/s | \
-         floor / ours | floor / cuSPARSE | best of space us (speedup) |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
+         floor / ours | floor / cuSPARSE | prior pick us (speedup) | best of space us (speedup) |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
     );
     for r in rows {
         let best = match (&r.best_variant, r.best_us) {
             (Some(v), Some(us)) => format!("{us:.1} ({}, {v})", x(r.speedup_best)),
             _ => "-".into(),
         };
+        let prior = match (&r.prior_variant, r.prior_us) {
+            (Some(v), Some(us)) => format!("{us:.1} ({}, {v})", x(r.speedup_prior)),
+            (Some(v), None) => format!("- ({v})"),
+            _ => "-".into(),
+        };
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} ({}) | {} | **{}** | {} | {} | \
-             {} | {} | {} |",
+             {} | {} | {} | {} |",
             r.matrix.replace('|', "\\|"),
             r.value,
             r.layout,
@@ -161,6 +167,7 @@ fn table(out: &mut String, title: &str, rows: &[&Row]) {
             f(r.floor_gbs, 0),
             x(r.ours_vs_floor),
             x(r.cusparse_vs_floor),
+            prior,
             best,
         );
     }
@@ -402,6 +409,22 @@ mod tests {
         assert!(md.contains("(partial"));
         assert!(md.contains("## Bandwidth-bound cases") && md.contains("## Latency-bound cases"));
         assert!(md.contains("**1.50x**") && md.contains("CSR_ALG3"));
+        let lines: Vec<&str> = md.lines().collect();
+        let head = lines
+            .iter()
+            .position(|l| l.starts_with("| matrix"))
+            .unwrap();
+        let cells = |l: &str| l.matches(" | ").count();
+        assert_eq!(
+            cells(lines[head]),
+            cells(lines[head + 2]),
+            "{}",
+            lines[head + 2]
+        );
+        assert_eq!(
+            lines[head].matches('|').count(),
+            lines[head + 1].matches('|').count()
+        );
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("spmm.json");
         std::fs::write(&json, serde_json::to_string(&r).unwrap()).unwrap();

@@ -75,8 +75,20 @@ pub struct Row {
     pub ours_max_row_rel_err: Option<f64>,
     /// Why ours has no time, if it has none.
     pub ours_error: Option<String>,
+    /// The SpMM prior's first variant (what a build without a GPU ships).
+    pub prior_variant: Option<String>,
+    /// Its time in the search (its exploration measurement), microseconds.
+    pub prior_us: Option<f64>,
+    /// Seconds of measurements the search spent.
+    pub search_seconds: Option<f64>,
+    /// Distinct candidates the search measured.
+    pub search_candidates: Option<usize>,
+    /// Why the search's exploration stopped.
+    pub search_stopped: Option<String>,
+    /// Every measurement of the search, in order.
+    pub search_trials: Vec<OursResult>,
     /// Fastest correct variant of the whole space (when every variant was
-    /// measured), microseconds.
+    /// measured, `--sweep`), microseconds.
     pub best_us: Option<f64>,
     /// That variant.
     pub best_variant: Option<String>,
@@ -103,6 +115,8 @@ pub struct Row {
     pub speedup: Option<f64>,
     /// cuSPARSE / best-of-space time.
     pub speedup_best: Option<f64>,
+    /// cuSPARSE / prior-pick time.
+    pub speedup_prior: Option<f64>,
     /// ours GB/s / copy bandwidth, percent.
     pub pct_copy: Option<f64>,
     /// floor / ours time (above 1: ours reuses X rows beyond the caches).
@@ -159,6 +173,8 @@ pub struct Summary {
     pub geomean_speedup_by_type: BTreeMap<String, f64>,
     /// Geometric mean of cuSPARSE / best-of-space time, where measured.
     pub geomean_speedup_spmm_best_of_space: Option<f64>,
+    /// Geometric mean of cuSPARSE / prior-pick time, where measured.
+    pub geomean_speedup_spmm_prior: Option<f64>,
     /// Geometric mean of floor / ours time over the large graphs.
     pub geomean_ours_vs_floor_large: Option<f64>,
     /// Geometric mean of floor / cuSPARSE time over the large graphs.
@@ -269,6 +285,10 @@ pub fn summarize(rows: &[Row], skipped: usize) -> Summary {
             .iter()
             .filter_map(|r| r.speedup_best)
             .collect::<Vec<_>>()),
+        geomean_speedup_spmm_prior: gm(&rows
+            .iter()
+            .filter_map(|r| r.speedup_prior)
+            .collect::<Vec<_>>()),
         geomean_ours_vs_floor_large: gm(&large()
             .filter_map(|r| r.ours_vs_floor)
             .collect::<Vec<_>>()),
@@ -295,6 +315,7 @@ pub fn derive(r: &mut Row, copy_gbs: f64) {
     r.floor_gbs = gbs(r.floor_us);
     r.speedup = ratio(r.cusparse_us, r.ours_us);
     r.speedup_best = ratio(r.cusparse_us, r.best_us);
+    r.speedup_prior = ratio(r.cusparse_us, r.prior_us);
     r.pct_copy = ratio(r.ours_gbs, Some(copy_gbs)).map(|x| x * 100.0);
     r.ours_vs_floor = ratio(r.floor_us, r.ours_us);
     r.cusparse_vs_floor = ratio(r.floor_us, r.cusparse_us);
