@@ -95,7 +95,7 @@ pub struct SpmmArgs {
     #[arg(long, default_value_t = 2.0)]
     pub budget_large: f64,
     /// The same per real case.
-    #[arg(long, default_value_t = 0.25)]
+    #[arg(long, default_value_t = 0.15)]
     pub budget_real: f64,
     /// Also measure every variant of the space (the best of the space and
     /// the untuned fallback beside ours): on the real matrices, everywhere,
