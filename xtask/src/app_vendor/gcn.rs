@@ -54,6 +54,8 @@ pub struct VendorGcn {
     pub spmm_us: f64,
     /// Largest per-row relative error of the layer against float64.
     pub max_row_rel_err: f64,
+    /// Timed as CUDA-graph replays (else back to back: capture failed).
+    pub graphed: bool,
 }
 
 /// Median microseconds of `reps` replays of `graph` (after one untimed),
@@ -68,6 +70,32 @@ pub fn time_replays(gpu: &Gpu, graph: &CudaGraph, reps: usize) -> Result<f64> {
     sparserl_rt::measure::stats(&t)
         .map(|s| s.median)
         .ok_or_else(|| anyhow!("no replay timed"))
+}
+
+/// Microseconds per layer: `step` captured into a CUDA graph and replayed
+/// (median of `reps` replays; `true`), or, where capture fails, `reps`
+/// steps queued back to back between two events (`false`, reported).
+pub fn time_layer(
+    gpu: &Gpu,
+    step: &mut dyn FnMut() -> Result<()>,
+    reps: usize,
+) -> Result<(f64, bool)> {
+    match capture_one(gpu, step) {
+        Ok(g) => Ok((time_replays(gpu, &g, reps)?, true)),
+        Err(e) => {
+            eprintln!("  CUDA-graph capture failed ({e:#}); timing the layer back to back");
+            gpu.synchronize()?;
+            step()?;
+            let n = reps.max(1);
+            let ms = timed_ms(gpu, || {
+                for _ in 0..n {
+                    step()?;
+                }
+                Ok(())
+            })?;
+            Ok((ms * 1e3 / n as f64, false))
+        }
+    }
 }
 
 /// Captures one step into a CUDA graph.
@@ -139,13 +167,13 @@ pub fn run_gcn(
     };
     run(&mut cs)?;
     let err = reference.max_row_rel_err(cs.y0(), DenseLayout::RowMajor, fo)?;
-    let graph = capture_one(gpu, &mut || run(&mut cs))?;
-    let us = time_replays(gpu, &graph, reps)?;
+    let (us, graphed) = time_layer(gpu, &mut || run(&mut cs), reps)?;
     Ok(VendorGcn {
         us_per_layer: us,
         alg: alg.name().to_string(),
         algs,
         spmm_us,
         max_row_rel_err: err,
+        graphed,
     })
 }

@@ -10,7 +10,7 @@
 //! layer's output is compared with a float64 CPU layer per row.
 
 use crate::app_vendor::Blas;
-use crate::app_vendor::gcn::{GcnLayer, capture_one, run_gcn, time_replays};
+use crate::app_vendor::gcn::{GcnLayer, run_gcn, time_layer};
 use crate::bench_spmm::check::{Reference, random_dense};
 use crate::bench_spmm::ours::{Built, Key, RuntimeSpmm, compile_all};
 use crate::bench_spmm::rowerr::{DeviceReference, poison};
@@ -58,6 +58,8 @@ pub struct GcnCase {
     pub ours_max_row_rel_err: f64,
     /// The same for the vendor layer.
     pub vendor_max_row_rel_err: f64,
+    /// Both layers timed as CUDA-graph replays (else back to back).
+    pub graphed: bool,
 }
 
 /// `D^-1/2 (A + I) D^-1/2` of `g`'s pattern (values ignored), `D` the row
@@ -219,10 +221,7 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
     step(&mut t, &mut y)?;
     // SAFETY: read on the Gpu's stream after the layer.
     let ours_err = layer_ref.max_row_rel_err(unsafe { y.raw() }, DenseLayout::RowMajor, f)?;
-    let graph_ours =
-        capture_one(gpu, &mut || step(&mut t, &mut y)).context("capturing our layer")?;
-    let ours_us = time_replays(gpu, &graph_ours, reps)?;
-    drop(graph_ours);
+    let (ours_us, ours_graphed) = time_layer(gpu, &mut || step(&mut t, &mut y), reps)?;
     let layer = GcnLayer {
         a_hat: &a_hat,
         h: &h,
@@ -251,6 +250,7 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
         vendor_alg: v.alg,
         ours_max_row_rel_err: ours_err,
         vendor_max_row_rel_err: v.max_row_rel_err,
+        graphed: ours_graphed && v.graphed,
     })
 }
 
