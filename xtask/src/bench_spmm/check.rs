@@ -35,8 +35,10 @@ pub struct Reference {
 }
 
 impl Reference {
-    /// `A X` for `X` (`a.cols() x n` in `layout`, tightly stored); with
-    /// `bias` (n entries) `relu(A X + bias[col])`, the `bias-relu` epilogue.
+    /// `A X` for `X` (`a.cols() x n` in `layout`, tightly stored) and `A`'s
+    /// values rounded to `T` (what the device holds, as `SpmmBench` does);
+    /// with `bias` (n entries) `relu(A X + bias[col])`, the `bias-relu`
+    /// epilogue.
     pub fn new<T: Scalar>(
         a: &Csr,
         x: &[T],
@@ -53,14 +55,19 @@ impl Reference {
                 *v = x[layout.index(c, j, ldx)].to_f64();
             }
         }
+        let vals: Vec<f64> = a
+            .values()
+            .iter()
+            .map(|&v| T::from_f64(v).to_f64())
+            .collect();
         let mut y = vec![0.0f64; a.rows() * n];
         let mut mag = vec![0.0f64; a.rows() * n];
         let rows_per = a.rows().div_ceil(workers()).max(1);
         let chunk = rows_per * n.max(1);
         std::thread::scope(|s| {
             for (t, (yc, mc)) in y.chunks_mut(chunk).zip(mag.chunks_mut(chunk)).enumerate() {
-                let xr = &xr;
-                s.spawn(move || rows_of(a, xr, n, t * rows_per, yc, mc, bias));
+                let (xr, vals) = (&xr, &vals);
+                s.spawn(move || rows_of(a, vals, xr, n, t * rows_per, yc, mc, bias));
             }
         });
         Reference { y, mag, n }
@@ -127,9 +134,12 @@ impl Reference {
     }
 }
 
-/// Rows `r0..` of the reference into `y` / `mag` (whole rows of `n`).
+/// Rows `r0..` of the reference into `y` / `mag` (whole rows of `n`), with
+/// `vals` as `a`'s values.
+#[allow(clippy::too_many_arguments)]
 fn rows_of(
     a: &Csr,
+    vals: &[f64],
     xr: &[f64],
     n: usize,
     r0: usize,
@@ -142,7 +152,7 @@ fn rows_of(
         let r = r0 + i;
         let (lo, hi) = (a.indptr()[r] as usize, a.indptr()[r + 1] as usize);
         for k in lo..hi {
-            let v = a.values()[k];
+            let v = vals[k];
             let xrow = &xr[a.indices()[k] as usize * n..][..n];
             for ((o, m), xv) in yr.iter_mut().zip(mr.iter_mut()).zip(xrow) {
                 *o += v * xv;
@@ -211,6 +221,15 @@ mod tests {
             r.max_row_rel_err(&yz[..3], DenseLayout::ColMajor),
             f64::INFINITY
         );
+    }
+
+    #[test]
+    fn values_are_rounded_to_the_device_type() {
+        let a = Csr::from_triplets(1, 1, &[(0, 0, 0.1)]).unwrap();
+        let r32 = Reference::new(&a, &[1.0f32], 1, DenseLayout::RowMajor, None);
+        let r64 = Reference::new(&a, &[1.0f64], 1, DenseLayout::RowMajor, None);
+        assert_eq!(r32.y[0], 0.1f32 as f64);
+        assert_eq!(r64.y[0], 0.1);
     }
 
     #[test]
