@@ -5,6 +5,8 @@
 //! - PageRank on a power-law graph of one million pages (f32), compared with a
 //!   float64 CPU PageRank computed with sprs.
 //! - One SpMV with a real power-network matrix (f64) against the CPU.
+//! - One GCN layer `H' = relu(Â H W + b)` on a power-law graph (f32): the
+//!   tuned SpMM with its fused bias-ReLU epilogue, against float64 on the CPU.
 //!
 //! Both solvers run entirely on the GPU (`sparserl_rt::solvers`): the tuned
 //! SpMV with its fused epilogue, fused vector updates, scalars kept on the
@@ -16,6 +18,7 @@ use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Gpu, KernelSpec, RtError, SpmvKerne
 use std::process::ExitCode;
 use std::time::Instant;
 
+mod gcn;
 mod kernels {
     include!(concat!(env!("OUT_DIR"), "/sparserl_kernels.rs"));
 }
@@ -267,6 +270,19 @@ fn main() -> ExitCode {
     for spec in kernels::ALL_KERNELS {
         describe(spec);
     }
+    for spec in kernels::ALL_SPMM_KERNELS {
+        for m in spec.tuned {
+            println!(
+                "spmm kernel {:<6} {}  N = {:<4} variant {:<30} chosen by {:?}, embedded: {} image(s)",
+                spec.name,
+                spec.value,
+                m.width.unwrap_or(0),
+                m.variant.id(),
+                spec.provenance,
+                m.images.len()
+            );
+        }
+    }
     let gpu = match Gpu::new(0) {
         Ok(g) => g,
         Err(e) => {
@@ -296,6 +312,7 @@ fn main() -> ExitCode {
         ("CG", cg as fn(&Gpu) -> Result<()>),
         ("PageRank", pagerank),
         ("1138_bus", power_bus),
+        ("GCN layer", gcn::gcn_layer),
     ] {
         if let Err(e) = f(&gpu) {
             eprintln!("{name} failed: {e}");

@@ -30,12 +30,16 @@
 
 pub mod dataset;
 pub mod net;
+pub mod spmm;
 #[cfg(feature = "train")]
 pub mod synthetic;
 #[cfg(feature = "train")]
 pub mod train;
 
 pub use net::{LearnedPolicy, PolicyError};
+pub use spmm::{
+    SPMM_PRIOR_VERSION, spmm_prior, spmm_prior_for, spmm_prior_score, spmm_template_rule,
+};
 
 use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
 

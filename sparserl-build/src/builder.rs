@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use thiserror::Error;
 
+mod spmm;
+
+pub use spmm::spmm_candidates;
+
 pub use crate::entry::{ArchImages, BuildReport, CacheStatus, Entry, FusedImage, KernelReport};
 use sparserl_rt::Provenance;
 
@@ -393,10 +397,10 @@ impl Builder {
                     Mode::Full
                 }
                 Err(why) => {
-                    let all_locked = desc.kernels.iter().all(|k| {
-                        lock.as_ref()
-                            .is_some_and(|l| l.kernel.iter().any(|e| e.name == k.name))
-                    });
+                    let all_locked = desc
+                        .kernels
+                        .iter()
+                        .all(|k| lock.as_ref().is_some_and(|l| l.has_entry(&k.name)));
                     if all_locked {
                         self.info(&format!(
                             "no GPU available for measuring ({why}); every kernel has a lock-file entry, nothing to measure (shipped images not checked on a device)"
@@ -437,6 +441,10 @@ impl Builder {
         let _gpu_lock = if gpu.is_some()
             && mode == Mode::Full
             && desc.kernels.iter().enumerate().any(|(i, k)| {
+                if k.spmm.is_some() {
+                    return spmm::fresh_entry(lock.as_ref(), &desc, i, &generator_fingerprint())
+                        .is_none();
+                }
                 let fp = descriptor_fingerprint(&desc, i).unwrap_or_default();
                 lock.as_ref()
                     .is_none_or(|l| l.fresh(&k.name, &fp, &self.generator_fp()).is_none())
@@ -468,7 +476,27 @@ impl Builder {
         let announced = Cell::new(false);
         let kernel_dir = out_dir.join(KERNEL_DIR);
         let mut reports = Vec::new();
+        let spmm_announced = Cell::new(false);
+        let spmm_build = spmm::SpmmBuild {
+            desc: &desc,
+            lock: lock.as_ref(),
+            mode,
+            gpu: gpu.as_ref(),
+            archs: &archs,
+            nvrtc: toolkit
+                .as_ref()
+                .map(|t| format!("{}.{}", t.nvrtc_version.0, t.nvrtc_version.1)),
+            budget,
+            cache: &cache,
+            kernel_dir: &kernel_dir,
+            announced: &spmm_announced,
+        };
+        let mut spmm_reports = Vec::new();
         for (index, decl) in desc.kernels.iter().enumerate() {
+            if let Some(s) = &decl.spmm {
+                spmm_reports.push(self.build_spmm(&spmm_build, index, s)?);
+                continue;
+            }
             let t0 = Instant::now();
             let descriptor_fp = descriptor_fingerprint(&desc, index)?;
             let generator = self.generator_fp();
@@ -626,15 +654,19 @@ impl Builder {
             .iter()
             .map(|r| (r.type_name.clone(), r.entry.clone()))
             .collect();
-        write_atomic(&module, emit::render(&pairs).as_bytes()).map_err(|source| {
-            BuildError::Io {
-                path: module.clone(),
-                source,
-            }
+        let spmm_pairs: Vec<(String, crate::entry_spmm::SpmmEntry)> = spmm_reports
+            .iter()
+            .map(|r| (r.type_name.clone(), r.entry.clone()))
+            .collect();
+        let text = emit::render(&pairs) + &crate::emit_spmm::render(&spmm_pairs);
+        write_atomic(&module, text.as_bytes()).map_err(|source| BuildError::Io {
+            path: module.clone(),
+            source,
         })?;
         Ok(BuildReport {
             mode,
             kernels: reports,
+            spmm_kernels: spmm_reports,
             module,
             cache_dir: cache.root().map(Path::to_path_buf),
         })

@@ -42,6 +42,8 @@ const NARROW: &str = include_str!("../kernels/narrow.cu");
 const SELL: &str = include_str!("../kernels/sell.cu");
 const EPILOGUE: &str = include_str!("../kernels/epilogue.cuh");
 
+pub mod spmm;
+
 /// Every fragment, in a fixed order (name, text).
 const FRAGMENTS: [(&str, &str); 11] = [
     ("common.cuh", COMMON),

@@ -10,9 +10,18 @@
 //!
 //! [[package.metadata.sparserl.kernel]]
 //! name = "laplace2d"            # becomes Rust type `Laplace2d` in the generated module
-//! op = "spmv"                   # "spmv" now; "spmm" is reserved and not supported yet
+//! op = "spmv"                   # "spmv" | "spmm"
 //! value = "f32"                 # "f32" | "f64"
 //! pattern = { kind = "stencil", grid = [1024, 1024], points = 5 }
+//!
+//! [[package.metadata.sparserl.kernel]]
+//! name = "gcn_adjacency"
+//! op = "spmm"                   # Y = A X, X dense with N columns
+//! value = "f32"
+//! columns = [64, 128]           # spmm only, required: the widths N tuned for
+//! dense = "row-major"           # spmm only, optional: "row-major" (default) | "col-major"
+//! epilogues = ["bias-relu"]     # optional: Y = relu(alpha A X + beta Y + bias[col])
+//! pattern = { kind = "power-law", rows = 100000, avg-degree = 16, exponent = 2.1 }
 //!
 //! [[package.metadata.sparserl.kernel]]
 //! name = "web_graph"
@@ -49,6 +58,14 @@
 //!   at most the number of block columns.
 //! * `arch` entries are `sm_` followed by 2 or 3 digits; `budget-seconds` is a
 //!   positive finite number.
+//! * `columns` (spmm, required) is a positive integer no larger than
+//!   [`MAX_SPMM_COLUMNS`] or a non-empty array of them (kept deduplicated and
+//!   ascending): one tuned variant per width; a call with another width runs
+//!   the generic-width entry of the nearest tuned width's variant. `dense`
+//!   (spmm, optional) is the storage order of `X` and `Y`. Neither key is
+//!   allowed on an spmv kernel.
+//! * `epilogues`: spmv kernels take `"axpby"`, `"dot"`, `"axpby-dot"`; spmm
+//!   kernels take `"bias-relu"`; each at most once.
 //!
 //! Kernel names are Rust identifiers (ASCII letters, digits and underscores,
 //! not starting with a digit, not a keyword); the generated type name is the
@@ -67,6 +84,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Serialize, Serializer};
+use sparserl_rt::dense::DenseLayout;
+use sparserl_rt::spmm::SpmmEpilogue;
 use sparserl_rt::{Csr, ValueType};
 use thiserror::Error;
 use toml::{Table, Value};
@@ -78,6 +97,7 @@ mod samples;
 pub use samples::sample_generator_fingerprint;
 mod validate;
 mod validate_pattern;
+mod validate_spmm;
 mod values;
 
 use model::*;
@@ -85,6 +105,7 @@ use mtx_files::*;
 use path_de::*;
 use validate::*;
 use validate_pattern::*;
+use validate_spmm::*;
 use values::*;
 
 /// Architectures used when `arch` is not given and no GPU is present at build time.
@@ -149,6 +170,28 @@ pub struct KernelDecl {
     /// pays; a value restricts it to that order (`"none"`: the given one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reorder: Option<sparserl_rt::reorder::Reorder>,
+    /// What an `op = "spmm"` kernel declares besides the common keys
+    /// (`None` for SpMV kernels, so their canonical form, and with it
+    /// their lock-file fingerprint, is what it was before SpMM existed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spmm: Option<SpmmDecl>,
+}
+
+/// The SpMM part of a kernel declaration: `Y = A X` with a dense `X` of
+/// `n` columns, `n` one of the declared widths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SpmmDecl {
+    /// Dense widths N tuned for (`columns = 64` or `[32, 64, 128]`),
+    /// deduplicated and ascending, each in `1..=`[`MAX_SPMM_COLUMNS`]. A call
+    /// with another width runs the generic-width entry of the nearest tuned
+    /// width's variant.
+    pub columns: Vec<usize>,
+    /// Storage order of `X` and `Y` (`dense = "row-major"`, the default, or
+    /// `"col-major"`).
+    pub dense: DenseLayout,
+    /// Fused epilogues (`epilogues = ["bias-relu"]`), in declaration order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub epilogues: Vec<SpmmEpilogue>,
 }
 
 impl KernelDecl {
@@ -167,16 +210,25 @@ impl KernelDecl {
 pub enum Op {
     /// Sparse matrix times dense vector.
     Spmv,
+    /// Sparse matrix times dense matrix (see [`SpmmDecl`]).
+    Spmm,
 }
 
 impl Op {
+    /// Every operation, in descriptor order.
+    pub const ALL: [Op; 2] = [Op::Spmv, Op::Spmm];
+
     /// The name used in descriptors.
     pub const fn as_str(self) -> &'static str {
         match self {
             Op::Spmv => "spmv",
+            Op::Spmm => "spmm",
         }
     }
 }
+
+/// Largest accepted dense width in `columns`.
+pub const MAX_SPMM_COLUMNS: usize = 4096;
 
 /// The sparsity pattern a kernel is tuned for.
 ///

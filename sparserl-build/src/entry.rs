@@ -95,8 +95,10 @@ pub struct KernelReport {
 pub struct BuildReport {
     /// The mode used.
     pub mode: Mode,
-    /// Per kernel, in declaration order.
+    /// Per SpMV kernel, in declaration order.
     pub kernels: Vec<KernelReport>,
+    /// Per SpMM kernel, in declaration order.
+    pub spmm_kernels: Vec<crate::entry_spmm::SpmmKernelReport>,
     /// The generated module.
     pub module: PathBuf,
     /// Persistent cache directory, if enabled.

@@ -66,12 +66,18 @@ pub mod descriptor;
 #[doc(hidden)]
 pub mod emit;
 #[doc(hidden)]
+pub mod emit_spmm;
+#[doc(hidden)]
 pub mod entry;
+#[doc(hidden)]
+pub mod entry_spmm;
 #[doc(hidden)]
 pub mod gpu;
 #[doc(hidden)]
 pub mod gpu_lock;
+pub mod gpu_spmm;
 pub mod lock;
+pub mod lock_spmm;
 #[doc(hidden)]
 pub mod search;
 #[doc(hidden)]

@@ -51,6 +51,17 @@ pub enum LockError {
         /// what was expected instead
         expected: String,
     },
+    /// An `[[spmm]]` entry that parses but is not valid (a variant id that
+    /// does not parse, a width out of order, ...).
+    #[error("{path}: invalid [[spmm]] entry `{name}`: {message}")]
+    Spmm {
+        /// the lock file
+        path: PathBuf,
+        /// the entry's kernel name
+        name: String,
+        /// what is wrong
+        message: String,
+    },
     /// The lock file could not be rendered as TOML (an internal error).
     #[error("{path}: could not render the lock file: {source}")]
     Render {
@@ -95,6 +106,9 @@ pub struct LockFile {
     /// Entries, sorted by name.
     #[serde(default)]
     pub kernel: Vec<LockEntry>,
+    /// SpMM entries (`[[spmm]]`), sorted by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spmm: Vec<crate::lock_spmm::SpmmLockEntry>,
 }
 
 impl LockFile {
@@ -114,6 +128,13 @@ impl LockFile {
             }
         };
         lock.check_file(&path)?;
+        for e in &lock.spmm {
+            e.validate().map_err(|message| LockError::Spmm {
+                path: path.clone(),
+                name: e.name.clone(),
+                message,
+            })?;
+        }
         Ok(Some(lock))
     }
 
@@ -122,6 +143,7 @@ impl LockFile {
         let path = dir.join(LOCK_FILE);
         let mut sorted = self.clone();
         sorted.kernel.sort_by(|a, b| a.name.cmp(&b.name));
+        sorted.spmm.sort_by(|a, b| a.name.cmp(&b.name));
         let body = toml::to_string_pretty(&sorted).map_err(|source| LockError::Render {
             path: path.clone(),
             source,
@@ -140,6 +162,36 @@ impl LockFile {
         self.kernel
             .iter()
             .find(|e| e.name == name && e.descriptor == descriptor && e.generator == generator)
+    }
+
+    /// The SpMM entry for `name` if it matches `descriptor` and `generator`
+    /// and holds exactly the declared `columns` in `dense`.
+    pub fn fresh_spmm(
+        &self,
+        name: &str,
+        descriptor: &str,
+        generator: &str,
+        columns: &[usize],
+        dense: sparserl_rt::dense::DenseLayout,
+    ) -> Option<&crate::lock_spmm::SpmmLockEntry> {
+        self.spmm.iter().find(|e| {
+            e.name == name
+                && e.descriptor == descriptor
+                && e.generator == generator
+                && e.covers(columns, dense)
+        })
+    }
+
+    /// Whether any entry (SpMV or SpMM) names kernel `name`.
+    pub fn has_entry(&self, name: &str) -> bool {
+        self.kernel.iter().any(|e| e.name == name) || self.spmm.iter().any(|e| e.name == name)
+    }
+
+    /// Inserts or replaces the SpMM entry with the same name.
+    pub fn upsert_spmm(&mut self, entry: crate::lock_spmm::SpmmLockEntry) {
+        self.version = 1;
+        self.spmm.retain(|e| e.name != entry.name);
+        self.spmm.push(entry);
     }
 
     /// Inserts or replaces the entry with the same name.

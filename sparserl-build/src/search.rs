@@ -57,6 +57,8 @@ use sparserl_rt::{Strategy, Variant};
 use std::collections::HashMap;
 use thiserror::Error;
 
+pub mod spmm;
+
 /// Policy proposals measured before the layout proposals.
 pub const LAYOUT_AFTER: usize = 4;
 

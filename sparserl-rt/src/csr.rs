@@ -47,6 +47,16 @@ pub enum CsrError {
         /// offending row
         row: usize,
     },
+    /// A dense operand of an SpMM has the wrong number of entries.
+    #[error("dense operand {what} has {found} entries, expected {expected}")]
+    DenseLength {
+        /// which operand
+        what: &'static str,
+        /// expected entries
+        expected: usize,
+        /// actual entries
+        found: usize,
+    },
     /// Dimensions or nnz do not fit 32-bit kernel indices.
     #[error("matrix of {rows} x {cols} with {nnz} nonzeros exceeds 32-bit indices")]
     TooLarge {
@@ -261,6 +271,45 @@ impl Csr {
             .collect()
     }
 
+    /// `Y = A X` in float64 on the CPU, the SpMM correctness reference: `x`
+    /// is a packed `cols x n` matrix in `layout`, the result a packed
+    /// `rows x n` matrix in the same layout.
+    pub fn spmm_f64(
+        &self,
+        x: &[f64],
+        n: usize,
+        layout: crate::dense::DenseLayout,
+    ) -> Result<Vec<f64>, CsrError> {
+        let expected = self.cols.checked_mul(n).ok_or(CsrError::TooLarge {
+            rows: self.rows,
+            cols: self.cols,
+            nnz: self.nnz(),
+        })?;
+        if x.len() != expected {
+            return Err(CsrError::DenseLength {
+                what: "x (cols x n)",
+                expected,
+                found: x.len(),
+            });
+        }
+        let (ldx, ldy) = (
+            layout.packed_ld(self.cols, n),
+            layout.packed_ld(self.rows, n),
+        );
+        let mut y = vec![0.0; self.rows * n];
+        for r in 0..self.rows {
+            let (a, b) = (self.indptr[r] as usize, self.indptr[r + 1] as usize);
+            for j in 0..n {
+                y[layout.index(r, j, ldy)] = self.indices[a..b]
+                    .iter()
+                    .zip(&self.values[a..b])
+                    .map(|(&c, &v)| v * x[layout.index(c as usize, j, ldx)])
+                    .sum();
+            }
+        }
+        Ok(y)
+    }
+
     /// Compulsory bytes of one SpMV with values of `value_size` bytes and 4-byte
     /// indices: `nnz (v + 4) + (rows + 1) 4 + cols v + rows v`.
     pub fn compulsory_bytes(&self, value_size: usize) -> u64 {
@@ -298,6 +347,64 @@ mod tests {
             Csr::try_new(2, 3, vec![0, 2], vec![], vec![]),
             Err(CsrError::IndptrLength { .. })
         ));
+    }
+
+    #[test]
+    fn spmm_reference_matches_a_naive_loop() {
+        use crate::dense::DenseLayout;
+        let m = Csr::from_triplets(
+            3,
+            4,
+            &[
+                (0, 0, 2.0),
+                (0, 3, -1.0),
+                (2, 1, 0.5),
+                (2, 2, 4.0),
+                (2, 3, 1.0),
+            ],
+        )
+        .unwrap();
+        let n = 3;
+        // x[c][j] = c + 10 j, packed row-major and col-major.
+        let xv = |c: usize, j: usize| (c + 10 * j) as f64;
+        let xr: Vec<f64> = (0..4).flat_map(|c| (0..n).map(move |j| xv(c, j))).collect();
+        let xc: Vec<f64> = (0..n).flat_map(|j| (0..4).map(move |c| xv(c, j))).collect();
+        let yr = m.spmm_f64(&xr, n, DenseLayout::RowMajor).unwrap();
+        let yc = m.spmm_f64(&xc, n, DenseLayout::ColMajor).unwrap();
+        for r in 0..3 {
+            for j in 0..n {
+                let mut want = 0.0;
+                for c in 0..4 {
+                    let a = m.indices()[m.indptr()[r] as usize..m.indptr()[r + 1] as usize]
+                        .iter()
+                        .position(|&k| k as usize == c)
+                        .map_or(0.0, |p| m.values()[m.indptr()[r] as usize + p]);
+                    want += a * xv(c, j);
+                }
+                assert_eq!(yr[r * n + j], want);
+                assert_eq!(yc[j * 3 + r], want);
+            }
+        }
+        assert_eq!(yr[3..6], [0.0; 3]);
+        // N = 1 is the SpMV.
+        let x1 = [1.0, -2.0, 3.0, 0.25];
+        assert_eq!(
+            m.spmm_f64(&x1, 1, DenseLayout::RowMajor).unwrap(),
+            m.spmv_f64(&x1)
+        );
+        assert!(matches!(
+            m.spmm_f64(&x1, 2, DenseLayout::RowMajor),
+            Err(CsrError::DenseLength {
+                expected: 8,
+                found: 4,
+                ..
+            })
+        ));
+        assert!(
+            m.spmm_f64(&[], 0, DenseLayout::ColMajor)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -236,6 +236,40 @@ impl Gpu {
         Ok(f)
     }
 
+    /// The functions `entries` of one module image, loaded once for all of
+    /// them (`make` is called only when some entry is not registered yet);
+    /// registered by name like [`Gpu::function_or_load_module`].
+    pub(crate) fn functions_of_module<F>(
+        &self,
+        entries: &[String],
+        make: F,
+    ) -> Result<Vec<CudaFunction>, RtError>
+    where
+        F: FnOnce() -> Result<Ptx, RtError>,
+    {
+        let mut map = self.functions.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(found) = entries.iter().map(|e| map.get(e).cloned()).collect() {
+            return Ok(found);
+        }
+        let module = self.ctx.load_module(make()?).map_err(|e| {
+            if is_sticky(&e) {
+                RtError::from(e)
+            } else {
+                RtError::Compile(format!("loading a module failed: {e}"))
+            }
+        })?;
+        entries
+            .iter()
+            .map(|e| {
+                let f = module.load_function(e).map_err(|err| {
+                    RtError::Compile(format!("the module has no usable entry `{e}`: {err}"))
+                })?;
+                map.insert(e.clone(), f.clone());
+                Ok(f)
+            })
+            .collect()
+    }
+
     /// The function `entry` of the static module `key` (PTX `ptx`), the
     /// module loaded once per `Gpu` and key.
     pub(crate) fn static_function(
@@ -850,6 +884,11 @@ impl<T: Scalar> DeviceVec<T> {
     /// The device buffer, mutably.
     pub(crate) fn as_mut_slice(&mut self) -> &mut CudaSlice<T> {
         &mut self.buf
+    }
+
+    /// The buffer and its owning stream (for [`crate::DeviceDense::from_vec`]).
+    pub(crate) fn into_parts(self) -> (CudaSlice<T>, Arc<CudaStream>) {
+        (self.buf, self.stream)
     }
 }
 

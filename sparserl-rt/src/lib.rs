@@ -18,6 +18,8 @@
 #![warn(missing_docs)]
 
 pub mod csr;
+pub mod dense;
+mod raw;
 pub mod variant;
 
 pub use csr::{Csr, CsrError};
@@ -55,6 +57,8 @@ pub mod solvers;
 #[cfg(feature = "tools")]
 #[doc(hidden)]
 pub mod sources;
+pub mod spmm;
+pub use dense::{DenseLayout, DeviceDense};
 pub use device::{
     DeviceBinned, DeviceCsr, DeviceDia, DeviceTiled, DeviceVec, Gpu, Layouts, Scalar, validate_raw,
 };
@@ -66,3 +70,4 @@ pub use launch::{Dispatch, Fused, SpmvKernel, dispatch, launch_variant};
 pub use measure::{Bench, MeasureOptions, Measurement, copy_bandwidth_gbs, tolerance};
 pub use renumber::{Internal, Numbering, Operand};
 pub use scalar::{Coef, DeviceCoefs, DeviceScalar};
+pub use spmm::{SpmmEpilogue, SpmmKernel, SpmmSpec, SpmmStrategy, SpmmVariant, spmm_space};

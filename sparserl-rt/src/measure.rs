@@ -314,7 +314,7 @@ impl Measurement {
 
 /// Serde helper: non-finite `f64` as `null`, `null` read back as infinity
 /// (JSON has no infinity or NaN).
-mod finite_or_null {
+pub(crate) mod finite_or_null {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
@@ -1079,7 +1079,7 @@ fn check_fused_dot(buf: &[f64], y: &[f64], w: &[f64]) -> Result<(), RtError> {
 }
 
 /// `n` random values in [-1, 1), rounded to `T`.
-fn random_x<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Vec<T> {
+pub(crate) fn random_x<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Vec<T> {
     (0..n)
         .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
         .collect()

@@ -559,6 +559,9 @@ fn spawn_real_loader(dir: PathBuf) -> Result<(mpsc::Receiver<Loaded>, JoinHandle
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if let Some(BenchOp::Spmm(a)) = args.op {
+        return crate::bench_spmm::run(*a);
+    }
     if let Some(json) = &args.render {
         return render::rerender(json);
     }

@@ -32,8 +32,16 @@ pub fn run(args: Args) -> Result<()> {
         .cache_dir(Some(target.join("sparserl-cache")))
         .try_run()
         .context("reading the kernel declarations")?;
+    if let Some(k) = report.spmm_kernels.iter().find(|k| k.name == args.kernel) {
+        return explain_spmm(k, args.json);
+    }
     let Some(k) = report.kernels.iter().find(|k| k.name == args.kernel) else {
-        let names: Vec<&str> = report.kernels.iter().map(|k| k.name.as_str()).collect();
+        let names: Vec<&str> = report
+            .kernels
+            .iter()
+            .map(|k| k.name.as_str())
+            .chain(report.spmm_kernels.iter().map(|k| k.name.as_str()))
+            .collect();
         bail!(
             "no kernel named `{}`; declared: {}",
             args.kernel,
@@ -70,6 +78,72 @@ pub fn run(args: Args) -> Result<()> {
                 ""
             } else {
                 "  WRONG (never chosen)"
+            }
+        );
+    }
+    Ok(())
+}
+
+/// The choice behind an SpMM kernel: one variant per declared width, and
+/// the search's measurements when it was measured here.
+fn explain_spmm(k: &sparserl_build::entry_spmm::SpmmKernelReport, json: bool) -> Result<()> {
+    let e = &k.entry;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&e.trials)?);
+        return Ok(());
+    }
+    println!(
+        "spmm kernel `{}` ({}, {} X and Y, epilogues: {})",
+        k.name,
+        e.value,
+        e.layout.as_str(),
+        if e.epilogues.is_empty() {
+            "none".to_string()
+        } else {
+            e.epilogues
+                .iter()
+                .map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    println!("chosen: {} ({})", e.provenance, e.note);
+    for m in &e.widths {
+        let how = match (m.measured_gbs, m.predicted) {
+            (Some(g), _) => format!("{g:.0} GB/s measured"),
+            (None, Some(p)) => format!("predicted {:.0}% of copy bandwidth (estimate)", 100.0 * p),
+            (None, None) => "not measured".to_string(),
+        };
+        println!(
+            "  N = {:<5} {:<38} {how}",
+            m.width.unwrap_or(0),
+            m.variant.id()
+        );
+    }
+    println!(
+        "  other N: the generic-width entry of the nearest tuned width's variant; no tuned width: {}",
+        e.fallback.variant.id()
+    );
+    if e.trials.is_empty() {
+        println!("no measurements recorded: this choice was not measured on a GPU here");
+        return Ok(());
+    }
+    println!(
+        "{:<4} {:<6} {:<8} {:<38} {:>10} {:>8}",
+        "#", "N", "phase", "variant", "GB/s", "secs"
+    );
+    for (i, t) in e.trials.iter().enumerate() {
+        println!(
+            "{:<4} {:<6} {:<8} {:<38} {:>10.1} {:>8.2}{}",
+            i,
+            t.n,
+            t.phase,
+            t.variant.id(),
+            t.gbs,
+            t.seconds,
+            match &t.error {
+                Some(why) if !t.correct => format!("  REJECTED: {why}"),
+                _ => String::new(),
             }
         );
     }

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 mod matrices;
 mod report;
 mod sanitizer;
+mod spmm;
 
 use matrices::*;
 use report::*;
@@ -89,6 +90,13 @@ pub struct Args {
     /// (what runs under compute-sanitizer).
     #[arg(long, hide = true)]
     sanitizer_pass: bool,
+    /// Only the SpMM section (and its sanitizer subset): no SpMV variants,
+    /// no fused check.
+    #[arg(long, conflicts_with = "no_spmm")]
+    spmm_only: bool,
+    /// Skip the SpMM section.
+    #[arg(long)]
+    no_spmm: bool,
     /// Internal: directory of precompiled PTX (`<entry>.ptx`) to reuse.
     #[arg(long, hide = true, value_name = "DIR")]
     ptx_dir: Option<PathBuf>,
@@ -588,6 +596,50 @@ fn fmt_err(e: f64) -> String {
 // Entry point
 // ---------------------------------------------------------------------------
 
+/// `gpu-check --spmm-only`: the SpMM section, then its sanitizer subset
+/// under every compute-sanitizer tool.
+fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
+    let s = spmm::run(gpu, matrices, &args.out)?;
+    let mut problems = Vec::new();
+    if args.no_sanitizer {
+        println!("sanitizer: not run (--no-sanitizer)");
+    } else if let Some(san) = find_on_path("compute-sanitizer") {
+        let child_args = vec![
+            "gpu-check".to_string(),
+            "--sanitizer-pass".to_string(),
+            "--spmm-only".to_string(),
+            "--out".to_string(),
+            args.out.to_string_lossy().into_owned(),
+        ];
+        let timeout = Duration::from_secs(args.sanitizer_timeout.max(1));
+        for tool in SANITIZER_TOOLS {
+            let r = run_sanitizer(&san, tool, &child_args, &args.out, timeout);
+            println!(
+                "  spmm {tool}: {} (errors {}, {:.0} s)",
+                r.status,
+                r.errors.map_or("-".to_string(), |n| n.to_string()),
+                r.seconds
+            );
+            if r.is_problem() {
+                problems.push(format!("{tool}: {}", r.status));
+            }
+        }
+    } else {
+        println!("sanitizer: not run (compute-sanitizer not found)");
+    }
+    if s.failed > 0 {
+        problems.push(format!(
+            "{} of {} SpMM checks failed",
+            s.failed,
+            s.passed + s.failed
+        ));
+    }
+    if !problems.is_empty() {
+        bail!("gpu-check --spmm-only failed: {}", problems.join("; "));
+    }
+    Ok(())
+}
+
 /// Runs `gpu-check`.
 pub fn run(args: Args) -> Result<()> {
     if args.sanitizer_pass {
@@ -616,6 +668,9 @@ pub fn run(args: Args) -> Result<()> {
     let edge = edge_cases()?;
     let n_real = real.len();
     let matrices: Vec<TestMatrix> = real.into_iter().chain(edge).collect();
+    if args.spmm_only {
+        return spmm_only(&args, &gpu, &matrices);
+    }
 
     let variants = variant_list(args.variants);
     let fine = variants.len() - full_space().len();
@@ -800,12 +855,29 @@ pub fn run(args: Args) -> Result<()> {
         args.out.join("gpu-check.json").display()
     );
 
+    // SpMM: every variant and epilogue at several widths on the edge cases
+    // and the real matrices: `spmm-check.json`.
+    let spmm = if aborted.is_none() && !args.no_spmm {
+        Some(spmm::run(&gpu, &matrices, &args.out)?)
+    } else {
+        None
+    };
+
     // Fused epilogues (every fusing variant x epilogue on matrices with
     // every layout) and CUDA-graph replay: `fused-check.json`.
     crate::bench_app::check::command(crate::bench_app::check::Args {
         small: false,
         out: args.out.clone(),
     })?;
+
+    if let Some(s) = spmm.as_ref().filter(|s| s.failed > 0) {
+        bail!(
+            "gpu-check failed: {} of {} SpMM checks failed; see {}",
+            s.failed,
+            s.passed + s.failed,
+            args.out.join("spmm-check.md").display()
+        );
+    }
 
     if let Some(f) = aborted {
         bail!("gpu-check aborted: {f}");

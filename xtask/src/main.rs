@@ -8,8 +8,10 @@
 mod app_vendor;
 mod bench;
 mod bench_app;
+mod bench_spmm;
 mod common;
 mod cusparse;
+mod cusparse_spmm;
 mod demo;
 mod energy;
 mod explain;
@@ -20,6 +22,7 @@ mod policy_classes;
 mod provision;
 mod ptxas;
 mod retune;
+mod retune_spmm;
 mod test;
 mod vector_ptx;
 

@@ -317,6 +317,7 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
             meta.holdout_names, meta.holdout_classes
         );
         crate::bench::run(crate::bench::Args {
+            op: None,
             suite: crate::bench::SuiteArg::Real,
             value: crate::bench::ValueArg::Both,
             large_value: crate::bench::ValueArg::F32,

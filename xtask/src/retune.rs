@@ -44,6 +44,7 @@ fn check(dir: &std::path::Path) -> Result<()> {
     for (i, decl) in desc.kernels.iter().enumerate() {
         let fp = sparserl_build::builder::descriptor_fingerprint(&desc, i)?;
         let state = match &lock {
+            _ if decl.spmm.is_some() => crate::retune_spmm::state(lock.as_ref(), &desc, i)?,
             None => "missing (no lock file)",
             Some(l) if l.fresh(&decl.name, &fp, &generator).is_some() => "fresh",
             Some(l) if l.kernel.iter().any(|e| e.name == decl.name) => {
@@ -142,6 +143,11 @@ pub fn run(args: Args) -> Result<()> {
     let policy = default_policy();
     let mut outs = Vec::new();
     for (i, decl) in desc.kernels.iter().enumerate() {
+        if let Some(s) = &decl.spmm {
+            let budget = args.budget.or(desc.budget_seconds).unwrap_or(30.0);
+            crate::retune_spmm::retune(&tuner, &desc, i, s, budget, &mut lock)?;
+            continue;
+        }
         let samples = desc.load_samples(i)?;
         let mats: Vec<&Csr> = samples.iter().map(|s| &s.matrix).collect();
         let feats = Features::compute(mats[0]);

@@ -64,7 +64,7 @@ pub(super) struct RawSparserl {
 pub(super) struct RawKernel {
     /// `name = "laplace2d"`: the kernel's Rust name.
     pub(super) name: Option<Value>,
-    /// `op = "spmv"`.
+    /// `op = "spmv"` or `"spmm"`.
     pub(super) op: Option<Value>,
     /// `value = "f32"` or `"f64"`.
     pub(super) value: Option<Value>,
@@ -72,7 +72,12 @@ pub(super) struct RawKernel {
     /// then reads it as a [`RawPattern`]: serde's internally tagged enums
     /// would also take an array whose first element is the kind.
     pub(super) pattern: Option<Value>,
-    /// `epilogues = ["axpby", "dot", "axpby-dot"]`.
+    /// `columns = 64` or `columns = [32, 64, 128]` (spmm kernels only).
+    pub(super) columns: Option<Value>,
+    /// `dense = "row-major" | "col-major"` (spmm kernels only).
+    pub(super) dense: Option<Value>,
+    /// `epilogues = ["axpby", "dot", "axpby-dot"]` (spmv) or
+    /// `["bias-relu"]` (spmm).
     pub(super) epilogues: Option<Value>,
     /// `reorder = "auto" | "none" | "rcm" | "degree"`.
     pub(super) reorder: Option<Value>,

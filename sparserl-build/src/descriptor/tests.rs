@@ -71,6 +71,7 @@ fn full_example_parses() {
             value: ValueType::F32,
             epilogues: vec![],
             reorder: None,
+            spmm: None,
             pattern: Pattern::Stencil {
                 grid: vec![1024, 1024],
                 points: 5
@@ -400,25 +401,28 @@ fn unknown_op() {
     let err = fails(
         &body,
         "package.metadata.sparserl.kernel[1].op",
-        &["found \"spmvv\", expected one of \"spmv\""],
+        &["found \"spmvv\", expected one of \"spmv\", \"spmm\""],
     );
     assert_eq!(
         err.to_string(),
-        "error in app/Cargo.toml at package.metadata.sparserl.kernel[1].op: found \"spmvv\", expected one of \"spmv\""
+        "error in app/Cargo.toml at package.metadata.sparserl.kernel[1].op: found \"spmvv\", expected one of \"spmv\", \"spmm\""
     );
-    assert_eq!(err.message(), "found \"spmvv\", expected one of \"spmv\"");
+    assert_eq!(
+        err.message(),
+        "found \"spmvv\", expected one of \"spmv\", \"spmm\""
+    );
 }
 
 #[test]
-fn spmm_is_not_supported_yet() {
+fn spmm_is_an_operation() {
+    // `op = "spmm"` is valid once its widths are declared, and an unknown
+    // operation names both.
+    let d = parse(&KERNEL.replace("\"spmv\"", "\"spmm\"\ncolumns = 64")).unwrap();
+    assert_eq!(d.kernels[0].op, Op::Spmm);
     fails(
-        &KERNEL.replace("\"spmv\"", "\"spmm\""),
+        &KERNEL.replace("\"spmv\"", "\"spmx\""),
         "package.metadata.sparserl.kernel[0].op",
-        &[
-            "found \"spmm\"",
-            "expected one of \"spmv\"",
-            "not supported yet",
-        ],
+        &["found \"spmx\", expected one of \"spmv\", \"spmm\""],
     );
 }
 
@@ -922,3 +926,5 @@ fn a_samples_directory_walk_error_is_an_error_not_fewer_files() {
     );
     assert!(msg.contains("loop"), "{msg}");
 }
+
+mod spmm_keys;

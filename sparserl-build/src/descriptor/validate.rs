@@ -182,25 +182,21 @@ fn validate_kernel(cx: &Cx<'_>, path: &str, raw: RawKernel) -> Result<KernelDecl
     let type_name = check_name(cx, &name_path, name)?;
 
     let op_path = join_key(path, "op");
-    let op = match string(
+    let ops: Vec<&str> = Op::ALL.iter().map(|o| o.as_str()).collect();
+    let op_name = string(
         cx,
         &op_path,
-        cx.required(path, "op", &raw.op, &one_of(&["spmv"]))?,
-    )? {
-        "spmv" => Op::Spmv,
-        "spmm" => {
-            return Err(cx.err(
+        cx.required(path, "op", &raw.op, &one_of(&ops))?,
+    )?;
+    let op = Op::ALL
+        .into_iter()
+        .find(|o| o.as_str() == op_name)
+        .ok_or_else(|| {
+            cx.err(
                 &op_path,
-                "found \"spmm\", expected one of \"spmv\" (\"spmm\" is reserved but not supported yet)",
-            ));
-        }
-        other => {
-            return Err(cx.err(
-                &op_path,
-                format!("found {}, expected {}", quote(other), one_of(&["spmv"])),
-            ));
-        }
-    };
+                format!("found {}, expected {}", quote(op_name), one_of(&ops)),
+            )
+        })?;
 
     let values = ["f32", "f64"];
     let value_path = join_key(path, "value");
@@ -225,10 +221,7 @@ fn validate_kernel(cx: &Cx<'_>, path: &str, raw: RawKernel) -> Result<KernelDecl
         cx.required(path, "pattern", &raw.pattern, PATTERN_EXPECTED)?,
     )?;
 
-    let epilogues = match &raw.epilogues {
-        None => Vec::new(),
-        Some(v) => validate_epilogues(cx, &join_key(path, "epilogues"), v)?,
-    };
+    let OpKeys { epilogues, spmm } = validate_op_keys(cx, path, op, &raw)?;
     let reorder = match &raw.reorder {
         None => None,
         Some(v) => validate_reorder(cx, &join_key(path, "reorder"), v)?,
@@ -242,6 +235,7 @@ fn validate_kernel(cx: &Cx<'_>, path: &str, raw: RawKernel) -> Result<KernelDecl
         pattern,
         epilogues,
         reorder,
+        spmm,
     })
 }
 
@@ -270,57 +264,6 @@ fn validate_reorder(
             format!("found {}, expected {}", found_typed(other), one_of(&names)),
         )),
     }
-}
-
-/// `epilogues = ["dot", ...]`: known names, each at most once.
-fn validate_epilogues(
-    cx: &Cx<'_>,
-    path: &str,
-    v: &Value,
-) -> Result<Vec<sparserl_rt::Epilogue>, DescriptorError> {
-    let names: Vec<&str> = sparserl_rt::Epilogue::ALL
-        .iter()
-        .map(|e| e.as_str())
-        .collect();
-    let Value::Array(items) = v else {
-        return Err(cx.err(
-            path,
-            format!(
-                "found {}, expected an array of {}",
-                found_typed(v),
-                one_of(&names)
-            ),
-        ));
-    };
-    let mut out = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let item_path = format!("{path}[{i}]");
-        let e = match item {
-            Value::String(s) => sparserl_rt::Epilogue::parse(s).ok_or_else(|| {
-                cx.err(
-                    &item_path,
-                    format!("found {}, expected {}", quote(s), one_of(&names)),
-                )
-            })?,
-            other => {
-                return Err(cx.err(
-                    &item_path,
-                    format!("found {}, expected {}", found_typed(other), one_of(&names)),
-                ));
-            }
-        };
-        if out.contains(&e) {
-            return Err(cx.err(
-                &item_path,
-                format!(
-                    "found {} twice, expected each epilogue at most once",
-                    quote(e.as_str())
-                ),
-            ));
-        }
-        out.push(e);
-    }
-    Ok(out)
 }
 
 /// Validates a kernel name and returns its UpperCamelCase type name.

@@ -53,7 +53,7 @@ pub(super) enum Out<'a, T> {
 
 /// A cuBLAS handle on the Gpu's stream with a preallocated workspace. Every
 /// call checks that its scalar arguments match the current pointer mode.
-pub(super) struct Blas {
+pub(crate) struct Blas {
     gpu: Gpu,
     handle: blas::cublasHandle_t,
     mode: Cell<Mode>,
@@ -61,7 +61,7 @@ pub(super) struct Blas {
 }
 
 impl Blas {
-    pub(super) fn new(gpu: &Gpu) -> Result<Self> {
+    pub(crate) fn new(gpu: &Gpu) -> Result<Self> {
         blas_library_status()?;
         gpu.context()
             .bind_to_thread()
@@ -281,6 +281,74 @@ impl Blas {
             }
         };
         blas_check(status, "cublas scal")
+    }
+
+    /// Row-major `C = A B` for `A` (`m x k`), `B` (`k x n`) and `C`
+    /// (`m x n`), all tightly stored, in host pointer mode: cuBLAS's
+    /// column-major `Cᵀ = Bᵀ Aᵀ`.
+    pub(crate) fn gemm_row_major<T: Scalar>(
+        &self,
+        (m, k, n): (usize, usize, usize),
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        ensure!(
+            a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
+            "gemm: operands shorter than {m} x {k} x {n}"
+        );
+        self.require(Mode::Host)?;
+        let (cm, ck, cn) = (c_len(m)?, c_len(k)?, c_len(n)?);
+        let stream = self.gpu.stream();
+        let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+        let (ap, _ga) = a.device_ptr(stream);
+        let (bp, _gb) = b.device_ptr(stream);
+        let (cp, _gc) = c.device_ptr_mut(stream);
+        let op = blas::cublasOperation_t::CUBLAS_OP_N;
+        // SAFETY: the handle is live and bound to the stream; `a`, `b`, `c`
+        // hold at least m k, k n and m n elements of T (checked) in the
+        // column-major shapes n x k (ld n), k x m (ld k) and n x m (ld n) of
+        // Bᵀ, Aᵀ and Cᵀ; `c` is an exclusive borrow distinct from the
+        // inputs; alpha / beta are host scalars (host mode, checked) read
+        // before the call returns. `is_f32` asserts T's layout.
+        let status = unsafe {
+            if is_f32::<T>() {
+                blas::cublasSgemm_v2(
+                    self.handle,
+                    op,
+                    op,
+                    cn,
+                    cm,
+                    ck,
+                    &one as *const T as *const f32,
+                    bp as *const f32,
+                    cn,
+                    ap as *const f32,
+                    ck,
+                    &zero as *const T as *const f32,
+                    cp as *mut f32,
+                    cn,
+                )
+            } else {
+                blas::cublasDgemm_v2(
+                    self.handle,
+                    op,
+                    op,
+                    cn,
+                    cm,
+                    ck,
+                    &one as *const T as *const f64,
+                    bp as *const f64,
+                    cn,
+                    ap as *const f64,
+                    ck,
+                    &zero as *const T as *const f64,
+                    cp as *mut f64,
+                    cn,
+                )
+            }
+        };
+        blas_check(status, "cublas gemm")
     }
 
     pub(super) fn workspace_bytes(&self) -> usize {

@@ -344,12 +344,14 @@ fn time_graph_run(
 
 mod cg;
 mod cublas;
+pub mod gcn;
 mod pagerank;
 mod spmv;
 
 pub use cg::run_cg;
+pub(crate) use cublas::Blas;
 pub use cublas::blas_library_status;
-use cublas::{Blas, In, Mode, Out};
+use cublas::{In, Mode, Out};
 pub use pagerank::run_pagerank;
 use spmv::SpmvPlan;
 

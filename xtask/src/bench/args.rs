@@ -29,7 +29,7 @@ pub enum ValueArg {
 }
 
 impl ValueArg {
-    pub(super) fn types(self) -> Vec<ValueType> {
+    pub(crate) fn types(self) -> Vec<ValueType> {
         match self {
             ValueArg::F32 => vec![ValueType::F32],
             ValueArg::F64 => vec![ValueType::F64],
@@ -38,9 +38,20 @@ impl ValueArg {
     }
 }
 
-/// Arguments of `cargo xtask bench`.
+/// Other operations than SpMV (`cargo xtask bench spmm ...`).
+#[derive(clap::Subcommand, Debug)]
+pub enum BenchOp {
+    /// SpMM `Y = A X`: ours vs cuSPARSE SpMM vs the X-row gather floor.
+    Spmm(Box<crate::bench_spmm::SpmmArgs>),
+}
+
+/// Arguments of `cargo xtask bench` (SpMV; `bench spmm` for SpMM).
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    /// Benchmark another operation (the flags below are SpMV's).
+    #[command(subcommand)]
+    pub op: Option<BenchOp>,
     /// Matrix suite.
     #[arg(long, value_enum, default_value = "all")]
     pub suite: SuiteArg,

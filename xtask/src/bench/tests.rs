@@ -245,6 +245,7 @@ fn value_args_and_no_gpu_error() {
     assert_eq!(ValueArg::F32.types(), vec![ValueType::F32]);
     if !sparserl_rt::device::driver_present() {
         let args = Args {
+            op: None,
             suite: SuiteArg::Real,
             value: ValueArg::F32,
             large_value: ValueArg::F32,

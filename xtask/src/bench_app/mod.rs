@@ -6,6 +6,7 @@
 //! checks. Writes `app-h200.json` and `app-h200.md` into `--out`.
 
 pub mod check;
+pub mod gcn;
 pub mod kernel;
 mod plot;
 pub mod shipped;
@@ -54,6 +55,20 @@ pub struct Args {
     /// Only rewrite `app-h200.md` and `app-h200.svg` from this JSON report.
     #[arg(long, value_name = "JSON")]
     pub replot: Option<PathBuf>,
+    /// Hidden width of the GCN layers (`H W` is nodes x width times width x width).
+    #[arg(long, default_value_t = 128)]
+    pub gcn_width: usize,
+    /// Real graphs of the GCN layer besides the GNN-sized generated one
+    /// (file stems in --matrices).
+    #[arg(long, value_delimiter = ',', default_value = "cnr-2000")]
+    pub gcn_graphs: Vec<String>,
+    /// Skip the GCN layers.
+    #[arg(long)]
+    pub no_gcn: bool,
+    /// Run only the GCN layers and merge them into the existing
+    /// `<out>/app-h200.json` (its other sections and keys are kept).
+    #[arg(long, conflicts_with = "no_gcn")]
+    pub gcn_only: bool,
 }
 
 /// Time per iteration of ours and of the vendor's two forms, and of our
@@ -138,6 +153,12 @@ struct Summary {
     pagerank_powerlaw_f32_speedup: f64,
     pagerank_real_geomean_speedup: f64,
     poisson3d_memory_ratio: f64,
+    /// Vendor / ours time of one GCN layer on the GNN-sized graph.
+    #[serde(default)]
+    gcn_layer_speedup: Option<f64>,
+    /// Geometric mean of the same over the real graphs.
+    #[serde(default)]
+    gcn_layer_speedup_real: Option<f64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -150,6 +171,9 @@ struct Report {
     cg: Vec<CgCase>,
     pagerank: Vec<PrCase>,
     fused_check: Option<check::FusedCheck>,
+    /// GCN layers `relu(Â H W + b)`.
+    #[serde(default)]
+    gcn: Vec<gcn::GcnCase>,
     summary: Summary,
 }
 
@@ -530,6 +554,9 @@ fn markdown(r: &Report) -> String {
             floors.join("; ")
         );
     }
+    if !r.gcn.is_empty() {
+        s += &gcn_markdown(&r.gcn);
+    }
     if let Some(f) = &r.fused_check {
         let refused = f.misuse.iter().filter(|m| m.1).count();
         s += &format!(
@@ -556,6 +583,46 @@ fn markdown(r: &Report) -> String {
     s
 }
 
+fn gcn_markdown(cases: &[gcn::GcnCase]) -> String {
+    let mut s = String::from(
+        "\n## GCN layer `H' = relu(Â H W + b)` (f32, row-major features)\n\n\
+         `Â = D^-1/2 (A + I) D^-1/2`. Ours: cuBLAS GEMM `T = H W`, then our SpMM with the fused \
+         bias-relu epilogue (the fastest variant of the space that passed the fused check). \
+         Vendor: the same GEMM, cuSPARSE SpMM with its fastest correct CSR algorithm \
+         (preprocessed), then a bias-and-ReLU kernel. One layer captured into a CUDA graph, \
+         microseconds per replay (median); error: largest per-row relative error of the \
+         layer's output against a float64 CPU layer.\n\n\
+         | graph | nodes | nnz of Â | width | ours us | vendor us | speedup | our SpMM us (variant) | cuSPARSE SpMM us (alg) | error ours / vendor |\n\
+         |---|---:|---:|---:|---:|---:|---:|---|---|---|\n",
+    );
+    for c in cases {
+        s += &format!(
+            "| {}{} | {} | {} | {} | {:.1} | {:.1} | **{:.2}x** | {:.1} ({}) | {:.1} ({}) | {:.1e} / {:.1e} |\n",
+            c.name,
+            if c.graphed {
+                ""
+            } else {
+                " (timed back to back: capture failed)"
+            },
+            c.nodes,
+            c.nnz,
+            c.f_out,
+            c.ours_us_per_layer,
+            c.vendor_us_per_layer,
+            c.speedup,
+            c.ours_spmm_us,
+            c.variant,
+            c.vendor_spmm_us,
+            c.vendor_alg
+                .strip_prefix("CUSPARSE_SPMM_")
+                .unwrap_or(&c.vendor_alg),
+            c.ours_max_row_rel_err,
+            c.vendor_max_row_rel_err,
+        );
+    }
+    s
+}
+
 /// Writes the Markdown table and the SVG plot of `report` into `out`.
 fn write_views(report: &Report, out: &std::path::Path) -> Result<()> {
     std::fs::write(out.join("app-h200.md"), markdown(report))?;
@@ -574,9 +641,12 @@ pub fn run(args: Args) -> Result<()> {
         std::fs::create_dir_all(&args.out)?;
         return write_views(&report, &args.out);
     }
-    let gpu = Gpu::new(0).context("bench-app needs a GPU")?;
+    let gpu = crate::bench_spmm::probe_gpu("bench-app")?;
     crate::cusparse::library_status()?;
     app_vendor::blas_library_status()?;
+    if args.gcn_only {
+        return gcn_only(&gpu, &args);
+    }
     let tuner = sparserl_build::GpuTuner::probe().map_err(|e| anyhow::anyhow!(e))?;
     let copy_gbs = sparserl_rt::copy_bandwidth_gbs(&gpu)?;
     eprintln!(
@@ -638,6 +708,16 @@ pub fn run(args: Args) -> Result<()> {
             copy_gbs,
         )?);
     }
+    let gcn = if args.no_gcn {
+        Vec::new()
+    } else {
+        // A failed GCN layer must not cost the CG and PageRank results.
+        gcn_cases(&gpu, &args).unwrap_or_else(|e| {
+            eprintln!("GCN layers FAILED: {e:#}");
+            let _ = gpu.synchronize();
+            Vec::new()
+        })
+    };
     let real: Vec<f64> = pagerank[1..].iter().map(|c| c.t.speedup_vs_graph).collect();
     let report = Report {
         gpu: gpu.name().to_string(),
@@ -651,11 +731,16 @@ pub fn run(args: Args) -> Result<()> {
             pagerank_powerlaw_f32_speedup: pagerank[0].t.speedup_vs_graph,
             pagerank_real_geomean_speedup: crate::common::geomean(&real),
             poisson3d_memory_ratio: cg[0].memory_ratio,
+            gcn_layer_speedup: None,
+            gcn_layer_speedup_real: None,
         },
         cg,
         pagerank,
         fused_check,
+        gcn: Vec::new(),
     };
+    let mut report = report;
+    set_gcn(&mut report, gcn);
     std::fs::create_dir_all(&args.out)?;
     std::fs::write(
         args.out.join("app-h200.json"),
@@ -667,4 +752,63 @@ pub fn run(args: Args) -> Result<()> {
         args.out.join("app-h200.md").display()
     );
     Ok(())
+}
+
+/// The GCN layer cases: the GNN-sized generated graph, then `--gcn-graphs`.
+fn gcn_cases(gpu: &Gpu, args: &Args) -> Result<Vec<gcn::GcnCase>> {
+    let spec = crate::bench_spmm::suite::large_graphs(false)
+        .into_iter()
+        .find(|s| s.name == "gnn-2.5M-60M")
+        .context("the GNN-sized graph is missing from the SpMM suite")?;
+    let g = spec.build(0x6c_0000)?;
+    let mut out = vec![gcn::gcn_case(gpu, spec.name, &g, args.gcn_width, 20)?];
+    drop(g);
+    for name in &args.gcn_graphs {
+        let p = ["mtx", "mtx.gz"]
+            .iter()
+            .map(|e| args.matrices.join(format!("{name}.{e}")))
+            .find(|p| p.exists());
+        let Some(p) = p else {
+            eprintln!(
+                "skipping GCN graph {name}: not in {}",
+                args.matrices.display()
+            );
+            continue;
+        };
+        let a = sparserl_rt::mtx::read_matrix_market(&p)?;
+        if a.rows() != a.cols() {
+            eprintln!("skipping GCN graph {name}: not square");
+            continue;
+        }
+        match gcn::gcn_case(gpu, name, &a, args.gcn_width, 20) {
+            Ok(c) => out.push(c),
+            Err(e) => eprintln!("GCN {name} FAILED: {e:#}"),
+        }
+    }
+    Ok(out)
+}
+
+/// Puts the GCN cases and their summary keys into `report`.
+fn set_gcn(report: &mut Report, gcn: Vec<gcn::GcnCase>) {
+    report.summary.gcn_layer_speedup = gcn.first().map(|c| c.speedup);
+    let real: Vec<f64> = gcn.iter().skip(1).map(|c| c.speedup).collect();
+    report.summary.gcn_layer_speedup_real =
+        (!real.is_empty()).then(|| crate::common::geomean(&real));
+    report.gcn = gcn;
+}
+
+/// `--gcn-only`: the GCN layers merged into the existing report.
+fn gcn_only(gpu: &Gpu, args: &Args) -> Result<()> {
+    let path = args.out.join("app-h200.json");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "--gcn-only merges into an existing report: reading {}",
+            path.display()
+        )
+    })?;
+    let mut report: Report = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a bench-app report", path.display()))?;
+    set_gcn(&mut report, gcn_cases(gpu, args)?);
+    std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
+    write_views(&report, &args.out)
 }

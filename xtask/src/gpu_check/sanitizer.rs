@@ -237,6 +237,15 @@ pub(super) fn sanitize_value<T: Scalar>(
 pub(super) fn sanitizer_pass(args: &Args) -> Result<()> {
     let gpu = Gpu::new(0).map_err(|e| anyhow!("no GPU: {e}"))?;
     sparserl_rt::nvrtc::locate().map_err(|e| anyhow!("no NVRTC: {e}"))?;
+    if args.spmm_only {
+        let (passed, failed) = super::spmm::sanitizer_subset(&gpu)?;
+        println!("sanitizer pass: spmm {passed} checks passed, {failed} failed");
+        println!(
+            "{PASS_DONE}: {} launches, {failed} wrong results, 0 launch errors, 0 kernels not compiled",
+            passed + failed
+        );
+        return Ok(());
+    }
     let variants = variant_list(args.variants);
     let mats = sanitizer_matrices()?;
     let jobs: Vec<(ValueType, Variant)> = ValueType::ALL
@@ -258,9 +267,13 @@ pub(super) fn sanitizer_pass(args: &Args) -> Result<()> {
             ValueType::F64 => sanitize_value::<f64>(&gpu, &mats, &l, &mut counts)?,
         }
     }
+    let (spmm_passed, spmm_failed) = super::spmm::sanitizer_subset(&gpu)?;
+    println!("sanitizer pass: spmm {spmm_passed} checks passed, {spmm_failed} failed");
     println!(
         "{PASS_DONE}: {} launches, {} wrong results, {} launch errors, {not_compiled} kernels not compiled",
-        counts.0, counts.1, counts.2
+        counts.0 + spmm_passed + spmm_failed,
+        counts.1 + spmm_failed,
+        counts.2
     );
     Ok(())
 }

@@ -42,7 +42,9 @@ fn unknown_keys_name_every_allowed_key() {
     fails(
         &format!("{KERNEL}zzz = 1\n"),
         &format!("{AT}.zzz"),
-        &["unknown key \"zzz\"; allowed keys: name, op, value, pattern, epilogues, reorder"],
+        &[
+            "unknown key \"zzz\"; allowed keys: name, op, value, pattern, columns, dense, epilogues, reorder",
+        ],
     );
     let cases = [
         ("matrix-market", "kind, path"),

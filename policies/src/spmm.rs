@@ -1,0 +1,160 @@
+//! The SpMM prior: a documented cost model that ranks `spmm_space(n,
+//! layout)` for a matrix, and the SpMM template rule (the baseline).
+//!
+//! The learned policy does not cover SpMM yet (its vocabulary is the SpMV
+//! space; no SpMM dataset has been collected and trained on): SpMM builds
+//! rank with this prior, and [`SPMM_PRIOR_VERSION`] goes into their cache
+//! keys.
+
+use crate::row_quantile;
+use sparserl_rt::dense::DenseLayout;
+use sparserl_rt::spmm::{SpmmStrategy, SpmmVariant, spmm_space};
+use sparserl_rt::{Features, ValueType};
+
+/// Version of the SpMM prior (part of SpMM cache keys).
+pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-1";
+
+/// Lanes an H200-class GPU keeps busy at once (132 SMs x 2048 threads).
+const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
+
+/// The whole of `spmm_space(n, layout)` ranked by [`spmm_prior_score`] for
+/// f32 values, best first (ties keep the space's order: deterministic).
+pub fn spmm_prior(features: &Features, n: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
+    spmm_prior_for(features, ValueType::F32, n, layout)
+}
+
+/// [`spmm_prior`] for a given value type.
+pub fn spmm_prior_for(
+    features: &Features,
+    value: ValueType,
+    n: usize,
+    layout: DenseLayout,
+) -> Vec<SpmmVariant> {
+    let mut scored: Vec<(SpmmVariant, f64)> = spmm_space(n, layout)
+        .into_iter()
+        .map(|v| (v, spmm_prior_score(&v, features, value, n, layout)))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored.into_iter().map(|(v, _)| v).collect()
+}
+
+/// The prior's estimate of the fraction of copy bandwidth `v` reaches on a
+/// matrix with features `f` at width `n` (an estimate: the measured search
+/// has the last word).
+///
+/// A *step* is one lane loading one vector (`vec` columns) of an X row for
+/// one nonzero; the matrix needs `W = nnz n / vec` steps, `w = W / 270k`
+/// perfectly spread over the device's lanes. The estimate is
+/// `w / max(w / e, c, 1) x knobs`, with `e` the efficiency and `c` the
+/// critical path (steps of the longest sequential piece), so small
+/// problems (latency-bound) prefer short critical paths, as in the SpMV
+/// prior. The efficiency multiplies:
+/// - column use: a work item covers `chunk` columns per pass, so
+///   `n / (chunk ceil(n / chunk))` of its lanes do useful work;
+/// - traffic: A (`nnz (v + 4)` bytes) is read once per pass of column
+///   chunks (`ceil(n / chunk)` passes), against the compulsory bytes
+///   `nnz (v + 4) + (rows + 1) 4 + (rows + cols) n v`;
+/// - load balance: row-warp (one row per group of `g` lanes, `32 / g` rows
+///   per warp, each lane walking the whole row) lasts as long as its
+///   longest row, the row length at quantile `1 - 1 / (k + 1)` for `k`
+///   rows per warp, so `m / q_k`; col-tile (the `g` lanes split the row)
+///   `m / (g max(1, q_k / g + 0.5))`; nnz-split is balanced by
+///   construction and pays the atomics of rows cut at range edges
+///   (`0.85 / (1 + 0.3 min(4, m / (32 items)))`) and its pre-pass (x 0.9);
+/// - gathers: row-major X rows are contiguous (vector loads of 1 / 2 / 4
+///   columns: x 0.8 / 0.93 / 1.0); a col-major X row is strided, so lanes
+///   over columns (row-warp, nnz-split) touch one sector per column (x 0.5)
+///   while col-tile's lanes over rows of one column chunk keep sectors
+///   (x 0.9).
+///
+/// The critical path: row-warp `max_row coarsen`, col-tile
+/// `ceil(max_row / g) tile`, nnz-split `items coarsen + log2(rows) / 8`.
+/// Knobs: `__ldg` (x 1 / 0.97), block 256 (x 1, 128 / 512 x 0.99, else
+/// 0.98), unroll 4 on rows of 8+ nonzeros (x 1.01).
+pub fn spmm_prior_score(
+    v: &SpmmVariant,
+    f: &Features,
+    value: ValueType,
+    n: usize,
+    layout: DenseLayout,
+) -> f64 {
+    let v = v.canonical();
+    let n = n.max(1) as f64;
+    let m = f.mean_row.max(1e-9);
+    let vs = value.size() as f64;
+    let chunk = f64::from(v.chunk().max(1));
+    let passes = (n / chunk).ceil().max(1.0);
+    let col_use = n / (chunk * passes);
+    let a_bytes = f.nnz * (vs + 4.0);
+    let compulsory = a_bytes + (f.rows + 1.0) * 4.0 + (f.rows + f.cols) * n * vs;
+    let traffic = compulsory / (compulsory + a_bytes * (passes - 1.0)).max(1e-9);
+    let g = f64::from(v.group.max(1));
+    let (balance, critical) = match v.strategy {
+        SpmmStrategy::RowWarp => {
+            let k = 32.0 / g;
+            let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
+            (m / qk, f.max_row * f64::from(v.coarsen))
+        }
+        SpmmStrategy::ColTile => {
+            let k = 32.0 / g;
+            let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
+            (
+                m / (g * (qk / g + 0.5).max(1.0)),
+                (f.max_row / g).ceil() * f64::from(v.tile),
+            )
+        }
+        SpmmStrategy::NnzSplit => {
+            let items = f64::from(v.items);
+            let atomics = 1.0 / (1.0 + 0.3 * (m / (32.0 * items)).min(4.0));
+            (
+                0.85 * atomics * 0.9,
+                items * f64::from(v.coarsen) + f.rows.max(2.0).log2() / 8.0,
+            )
+        }
+    };
+    let gathers = match (layout, v.strategy) {
+        (DenseLayout::RowMajor, _) => match v.vec {
+            1 => 0.8,
+            2 => 0.93,
+            _ => 1.0,
+        },
+        (DenseLayout::ColMajor, SpmmStrategy::ColTile) => 0.9,
+        (DenseLayout::ColMajor, _) => 0.5,
+    };
+    let eff = (col_use * traffic * balance * gathers).max(1e-9);
+    let w = (f.nnz * n / f64::from(v.vec.max(1)) / CONCURRENT_LANES).max(1e-9);
+    let base = w / (w / eff).max(critical).max(1.0);
+    let ldg = if v.ldg_x { 1.0 } else { 0.97 };
+    let block = match v.block {
+        256 => 1.0,
+        128 | 512 => 0.99,
+        _ => 0.98,
+    };
+    let unroll = if v.unroll >= 4 && m >= 8.0 { 1.01 } else { 1.0 };
+    (base * ldg * block * unroll).clamp(1e-6, 1.0)
+}
+
+/// The SpMM template rule, the fixed choice a hand-written library makes:
+/// one warp per row with lanes over the columns (row-warp, 32 lanes), the
+/// widest vector load the layout and width allow (4 columns row-major for
+/// `n >= 128`, 2 for `n >= 64`, else 1), one slice per lane, block 256,
+/// `__ldg` loads; narrower groups (several rows per warp) only when `n`
+/// is below 32, so that no lane idles. A point of `spmm_space(n, layout)`.
+pub fn spmm_template_rule(n: usize, layout: DenseLayout) -> SpmmVariant {
+    let vec = match layout {
+        DenseLayout::ColMajor => 1,
+        DenseLayout::RowMajor if n >= 128 => 4,
+        DenseLayout::RowMajor if n >= 64 => 2,
+        DenseLayout::RowMajor => 1,
+    };
+    let width = n.max(1).next_power_of_two().min(32) as u32;
+    SpmmVariant {
+        group: (width / vec).clamp(1, 32),
+        vec,
+        coarsen: 1,
+        ..SpmmVariant::of(SpmmStrategy::RowWarp)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,98 @@
+//! Tests of the SpMM prior and template rule.
+
+use super::*;
+
+fn features(rows: f64, mean: f64, p90: f64, p99: f64, max: f64) -> Features {
+    Features {
+        rows,
+        cols: rows,
+        nnz: rows * mean,
+        mean_row: mean,
+        p50_row: mean.min(p90),
+        p90_row: p90,
+        p99_row: p99,
+        max_row: max,
+        ..Features::default()
+    }
+}
+
+/// A regular matrix: every row 16 nonzeros.
+fn regular() -> Features {
+    features(1e6, 16.0, 16.0, 16.0, 16.0)
+}
+
+/// A power-law graph with hub rows of 50k nonzeros.
+fn power_law() -> Features {
+    features(1e6, 16.0, 30.0, 200.0, 50_000.0)
+}
+
+#[test]
+fn the_prior_ranks_the_whole_space() {
+    for layout in DenseLayout::ALL {
+        for n in [1, 3, 16, 32, 64, 100, 128, 256] {
+            let mut ranked = spmm_prior(&power_law(), n, layout);
+            let mut space = spmm_space(n, layout);
+            assert!(!ranked.is_empty());
+            assert_eq!(ranked.len(), space.len(), "n = {n} {layout:?}");
+            ranked.sort();
+            space.sort();
+            assert_eq!(ranked, space, "n = {n} {layout:?}");
+        }
+    }
+}
+
+#[test]
+fn hub_rows_go_to_the_nnz_balanced_family() {
+    // One warp per hub row would serialise 50k nonzeros.
+    for n in [16, 64, 128] {
+        let best = spmm_prior(&power_law(), n, DenseLayout::RowMajor)[0];
+        assert_eq!(best.strategy, SpmmStrategy::NnzSplit, "n = {n}: {best}");
+    }
+}
+
+#[test]
+fn regular_rows_take_row_mapped_kernels_with_vector_loads() {
+    let best = spmm_prior(&regular(), 128, DenseLayout::RowMajor)[0];
+    assert_ne!(best.strategy, SpmmStrategy::NnzSplit, "{best}");
+    assert!(best.vec >= 2, "{best}");
+    // The chosen chunk covers the width without idle lanes.
+    let chunk = best.chunk() as usize;
+    assert_eq!(128 % chunk, 0, "{best}");
+}
+
+#[test]
+fn col_major_prefers_lanes_over_rows() {
+    let best = spmm_prior(&regular(), 64, DenseLayout::ColMajor)[0];
+    assert_eq!(best.strategy, SpmmStrategy::ColTile, "{best}");
+}
+
+#[test]
+fn scores_are_fractions_and_the_value_type_counts() {
+    let f = power_law();
+    for v in spmm_space(64, DenseLayout::RowMajor) {
+        for value in [ValueType::F32, ValueType::F64] {
+            let s = spmm_prior_score(&v, &f, value, 64, DenseLayout::RowMajor);
+            assert!(s > 0.0 && s <= 1.0, "{v}: {s}");
+        }
+    }
+    // Deterministic.
+    assert_eq!(
+        spmm_prior(&f, 64, DenseLayout::RowMajor),
+        spmm_prior(&f, 64, DenseLayout::RowMajor)
+    );
+}
+
+#[test]
+fn the_template_rule_is_a_point_of_the_space() {
+    for layout in DenseLayout::ALL {
+        for n in [1, 2, 3, 8, 16, 31, 32, 64, 100, 128, 256, 4096] {
+            let t = spmm_template_rule(n, layout);
+            assert!(t.validate_for(layout).is_ok(), "{t}");
+            assert!(
+                spmm_space(n, layout).contains(&t),
+                "n = {n} {layout:?}: {t} not in the space"
+            );
+            assert!(t.chunk() as usize <= n.max(1).next_power_of_two(), "{t}");
+        }
+    }
+}

@@ -1,0 +1,239 @@
+// ---- spmm_nnz_split.cu: CSR SpMM, nonzero-balanced warps over column chunks ----
+//
+// A work item is one range of W = 32 * ITEMS consecutive nonzeros and one
+// chunk of 32 * V * COARSEN columns; items are spread over warps with a
+// grid-stride loop, so a hub row of a power-law graph is shared by many
+// warps instead of serialising one. The warp finds the row of its first
+// nonzero with a warp-cooperative 32-way search, then walks the range 32
+// nonzeros at a time: one coalesced (column, value) load per lane,
+// broadcast by shuffles, each lane accumulating its V x COARSEN columns.
+// Row changes are uniform across the warp. A row that lies wholly inside
+// the range is written with its final value; a row cut at a range edge
+// ("split": indptr[r] / W != (indptr[r+1] - 1) / W) gets alpha times the
+// range's partial added with atomics.
+//
+// Two passes make that exact, one warp per row, launched on the same stream:
+// ENTRY_prep before the main entry sets split rows to beta Y (0 when beta ==
+// 0: Y is never read), plus the bias under the epilogue, and writes empty
+// rows' final values (no range visits them); ENTRY_post after it applies the
+// epilogue's ReLU to split rows.
+
+#include "spmm_common.cuh"
+
+#if ITEMS < 1 || ITEMS > 64
+#error "ITEMS must be in 1..=64"
+#endif
+
+#ifndef SPARSERL_SPMM_NNZ_SPLIT_BODY
+#define SPARSERL_SPMM_NNZ_SPLIT_BODY
+
+#define SPMM_RANGE (32 * ITEMS)
+
+// Whether row [s, e) (non-empty) is cut between ranges.
+__device__ __forceinline__ bool spmm_split_row(int s, int e) {
+    return s / SPMM_RANGE != (e - 1) / SPMM_RANGE;
+}
+
+template <int V>
+__device__ __forceinline__ void spmm_ns_fma(SPMM_ACC (*acc)[V], const T* __restrict__ x, int ldx,
+                                            int cc, T vv, int col0, int n) {
+#pragma unroll
+    for (int q = 0; q < COARSEN; ++q) {
+        const int col = col0 + q * 32 * V;
+        if (col + V <= n) {
+            T xv[V];
+#if SPMM_LAYOUT == 0
+            spmm_load_vec<V>(x + spmm_at(cc, col, ldx), xv);
+#else
+#pragma unroll
+            for (int e = 0; e < V; ++e) {
+                xv[e] = spmm_load_x(x + spmm_at(cc, col + e, ldx));
+            }
+#endif
+#pragma unroll
+            for (int e = 0; e < V; ++e) {
+                acc[q][e] += (SPMM_ACC)vv * (SPMM_ACC)xv[e];
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; ++e) {
+                if (col + e < n) {
+                    acc[q][e] += (SPMM_ACC)vv * (SPMM_ACC)spmm_load_x(x + spmm_at(cc, col + e, ldx));
+                }
+            }
+        }
+    }
+}
+
+// Writes (whole row) or atomically adds (split row) the lane's columns of row.
+template <int EPI, int V>
+__device__ __forceinline__ void spmm_ns_flush(SPMM_ACC (*acc)[V], T* __restrict__ y, int ldy, int row,
+                                              bool whole, int col0, int n, T alpha, T beta,
+                                              const T* __restrict__ bias) {
+#pragma unroll
+    for (int q = 0; q < COARSEN; ++q) {
+        const int col = col0 + q * 32 * V;
+        if (whole && col + V <= n && SPMM_LAYOUT == 0) {
+            spmm_store_vec<EPI, V>(y, spmm_at(row, col, ldy), acc[q], alpha, beta, bias, col);
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; ++e) {
+                if (col + e < n) {
+                    const long long at = spmm_at(row, col + e, ldy);
+                    if (whole) {
+                        y[at] = spmm_final<EPI>(acc[q][e], y, at, alpha, beta, bias, col + e);
+                    } else {
+                        atomicAdd(y + at, (T)((SPMM_ACC)alpha * acc[q][e]));
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+            acc[q][e] = (SPMM_ACC)0;
+        }
+    }
+}
+
+template <int N_CT, int EPI, int V>
+__device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, const int n_rt,
+                                               const int* __restrict__ indptr,
+                                               const int* __restrict__ indices,
+                                               const T* __restrict__ values,
+                                               const T* __restrict__ x, const int ldx,
+                                               T* __restrict__ y, const int ldy, const T alpha,
+                                               const T beta, const T* __restrict__ bias) {
+    const int n = N_CT > 0 ? N_CT : n_rt;
+    constexpr int CHUNK = 32 * V * COARSEN;
+    const long long chunks = ((long long)n + CHUNK - 1) / CHUNK;
+    const long long ranges = ((long long)nnz + SPMM_RANGE - 1) / SPMM_RANGE;
+    const long long work = ranges * chunks;
+    const unsigned lane = threadIdx.x & 31u;
+    const long long stride = (long long)gridDim.x * (BLOCK / 32);
+    for (long long w = ((long long)blockIdx.x * BLOCK + threadIdx.x) / 32; w < work; w += stride) {
+        const int kb = (int)(w / chunks) * SPMM_RANGE;
+        const int ke = nnz - kb < SPMM_RANGE ? nnz : kb + SPMM_RANGE;
+        const int col0 = (int)(w % chunks) * CHUNK + (int)lane * V;
+        int row = spmm_warp_row_in(indptr, 0, rows - 1, kb, lane);
+        int rs = indptr[row];
+        int re = indptr[row + 1];
+        SPMM_ACC acc[COARSEN][V];
+#pragma unroll
+        for (int q = 0; q < COARSEN; ++q) {
+#pragma unroll
+            for (int e = 0; e < V; ++e) {
+                acc[q][e] = (SPMM_ACC)0;
+            }
+        }
+        for (int base = kb; base < ke; base += 32) {
+            const int k = base + (int)lane;
+            const int mc = k < ke ? indices[k] : 0;
+            const T mv = k < ke ? values[k] : (T)0;
+            const int cnt = ke - base < 32 ? ke - base : 32;
+#pragma unroll UNROLL
+            for (int t = 0; t < cnt; ++t) {
+                if (base + t >= re) {
+                    spmm_ns_flush<EPI, V>(acc, y, ldy, row, rs >= kb && re <= ke, col0, n, alpha,
+                                          beta, bias);
+                    // Skip empty rows (the pre-pass wrote them); base + t < nnz bounds the walk.
+                    do {
+                        ++row;
+                        rs = re;
+                        re = indptr[row + 1];
+                    } while (base + t >= re);
+                }
+                spmm_ns_fma<V>(acc, x, ldx, __shfl_sync(SPMM_FULL_MASK, mc, t),
+                               __shfl_sync(SPMM_FULL_MASK, mv, t), col0, n);
+            }
+        }
+        spmm_ns_flush<EPI, V>(acc, y, ldy, row, rs >= kb && re <= ke, col0, n, alpha, beta, bias);
+    }
+}
+
+// One warp per row, lanes over columns: the pre-pass (POST 0) or post-pass (POST 1).
+template <int N_CT, int EPI, int POST>
+__device__ __forceinline__ void spmm_ns_pass(const int rows, const int n_rt,
+                                             const int* __restrict__ indptr, T* __restrict__ y,
+                                             const int ldy, const T beta,
+                                             const T* __restrict__ bias) {
+    const int n = N_CT > 0 ? N_CT : n_rt;
+    const unsigned lane = threadIdx.x & 31u;
+    const long long stride = (long long)gridDim.x * (BLOCK / 32);
+    for (long long r = ((long long)blockIdx.x * BLOCK + threadIdx.x) / 32; r < rows; r += stride) {
+        const int row = (int)r;
+        const int s = indptr[row];
+        const int e = indptr[row + 1];
+        const bool empty = s == e;
+        if (POST ? (empty || !spmm_split_row(s, e)) : (!empty && !spmm_split_row(s, e))) {
+            continue;
+        }
+        for (int col = (int)lane; col < n; col += 32) {
+            const long long at = spmm_at(row, col, ldy);
+            if (POST) {
+                y[at] = y[at] > (T)0 ? y[at] : (T)0;
+            } else if (empty) {
+                y[at] = spmm_final<EPI>((SPMM_ACC)0, y, at, (T)1, beta, bias, col);
+            } else {
+                SPMM_ACC v = beta != (T)0 ? (SPMM_ACC)beta * (SPMM_ACC)y[at] : (SPMM_ACC)0;
+                if (EPI == 1) {
+                    v += (SPMM_ACC)bias[col];
+                }
+                y[at] = (T)v;
+            }
+        }
+    }
+}
+
+#endif  // SPARSERL_SPMM_NNZ_SPLIT_BODY
+
+#define SPMM_ARGS                                                                             \
+    const int rows, const int cols, const int nnz, const int n, const int* __restrict__ indptr, \
+        const int* __restrict__ indices, const T* __restrict__ values, const T* __restrict__ x, \
+        const int ldx, T* __restrict__ y, const int ldy, const T alpha, const T beta,           \
+        const T* __restrict__ bias
+
+extern "C" __global__ void __launch_bounds__(BLOCK) SPMM_CAT(ENTRY, _prep)(SPMM_ARGS) {
+    (void)cols;
+    (void)nnz;
+    (void)indices;
+    (void)values;
+    (void)x;
+    (void)ldx;
+    (void)alpha;
+    if (n <= 0 || (SPMM_N > 0 && n != SPMM_N)) {
+        return;
+    }
+    spmm_ns_pass<SPMM_N, SPMM_EPILOGUE, 0>(rows, n, indptr, y, ldy, beta, bias);
+}
+
+#if SPMM_EPILOGUE != 0
+extern "C" __global__ void __launch_bounds__(BLOCK) SPMM_CAT(ENTRY, _post)(SPMM_ARGS) {
+    (void)cols;
+    (void)nnz;
+    (void)indices;
+    (void)values;
+    (void)x;
+    (void)ldx;
+    (void)alpha;
+    if (n <= 0 || (SPMM_N > 0 && n != SPMM_N)) {
+        return;
+    }
+    spmm_ns_pass<SPMM_N, SPMM_EPILOGUE, 1>(rows, n, indptr, y, ldy, beta, bias);
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(BLOCK) ENTRY(SPMM_ARGS) {
+    (void)cols;
+    if (n <= 0 || (SPMM_N > 0 && n != SPMM_N)) {
+        return;
+    }
+    if (spmm_vec_ok<VEC>(x, ldx, y, ldy)) {
+        spmm_nnz_split<SPMM_N, SPMM_EPILOGUE, VEC>(rows, nnz, n, indptr, indices, values, x, ldx, y,
+                                                   ldy, alpha, beta, bias);
+    } else {
+        spmm_nnz_split<SPMM_N, SPMM_EPILOGUE, 1>(rows, nnz, n, indptr, indices, values, x, ldx, y,
+                                                 ldy, alpha, beta, bias);
+    }
+}
+
+#undef SPMM_ARGS

@@ -1,0 +1,116 @@
+use super::*;
+use sparserl_rt::nvrtc;
+use sparserl_rt::spmm::spmm_space;
+
+fn nvrtc_available() -> bool {
+    match nvrtc::locate() {
+        Ok(_) => true,
+        Err(e) => {
+            let require = std::env::var("SPARSERL_REQUIRE_CUDA").is_ok_and(|v| v == "1");
+            assert!(!require, "SPARSERL_REQUIRE_CUDA=1 but {e}");
+            eprintln!("spmm codegen: NVRTC missing, compile checks SKIPPED: {e}");
+            false
+        }
+    }
+}
+
+#[test]
+fn units_hold_tuned_generic_and_fused_entries() {
+    let v = SpmmVariant::FALLBACK;
+    let k = generate_spmm(
+        &v,
+        ValueType::F32,
+        DenseLayout::RowMajor,
+        Some(64),
+        &[SpmmEpilogue::BiasRelu],
+    )
+    .unwrap();
+    let names: Vec<_> = k.entries.iter().map(|e| (e.width, e.epilogue)).collect();
+    assert_eq!(
+        names,
+        [
+            (Some(64), None),
+            (Some(64), Some(SpmmEpilogue::BiasRelu)),
+            (None, None),
+            (None, Some(SpmmEpilogue::BiasRelu))
+        ]
+    );
+    assert!(!k.source.contains("#include"));
+    assert_eq!(
+        k.source.matches("#define SPARSERL_SPMM_COMMON_CUH").count(),
+        1
+    );
+    for e in &k.entries {
+        assert!(k.source.contains(&format!("#define ENTRY {}\n", e.name)));
+    }
+    assert!(k.source.contains(&spmm_generator_fingerprint()));
+    assert!(spmm_generator_fingerprint().starts_with(SPMM_GENERATOR_VERSION));
+    let again = generate_spmm(
+        &v,
+        ValueType::F32,
+        DenseLayout::RowMajor,
+        Some(64),
+        &[SpmmEpilogue::BiasRelu, SpmmEpilogue::BiasRelu],
+    )
+    .unwrap();
+    assert_eq!(k, again);
+    let generic = generate_spmm(&v, ValueType::F64, DenseLayout::ColMajor, None, &[]).unwrap();
+    assert_eq!(generic.entries.len(), 1);
+    assert!(generic.entries[0].name.ends_with("_cm_f64_nx"));
+}
+
+#[test]
+fn invalid_requests_are_errors() {
+    let vec4 = SpmmVariant {
+        vec: 4,
+        ..SpmmVariant::of(SpmmStrategy::RowWarp)
+    };
+    for (v, layout, width) in [
+        (vec4, DenseLayout::ColMajor, Some(64)),
+        (SpmmVariant::FALLBACK, DenseLayout::RowMajor, Some(0)),
+        (
+            SpmmVariant {
+                items: 0,
+                ..SpmmVariant::FALLBACK
+            },
+            DenseLayout::RowMajor,
+            None,
+        ),
+        (
+            SpmmVariant {
+                group: 6,
+                ..SpmmVariant::of(SpmmStrategy::ColTile)
+            },
+            DenseLayout::RowMajor,
+            None,
+        ),
+    ] {
+        assert!(
+            generate_spmm(&v, ValueType::F32, layout, width, &[]).is_err(),
+            "{v:?}"
+        );
+    }
+}
+
+#[test]
+fn one_variant_per_strategy_compiles() {
+    if !nvrtc_available() {
+        return;
+    }
+    for layout in DenseLayout::ALL {
+        for s in SpmmStrategy::ALL {
+            let v = spmm_space(64, layout)
+                .into_iter()
+                .find(|v| v.strategy == s)
+                .unwrap();
+            for t in ValueType::ALL {
+                let k = generate_spmm(&v, t, layout, Some(64), &SpmmEpilogue::ALL).unwrap();
+                let ptx = nvrtc::compile_ptx(&k.source, "compute_80", &[])
+                    .unwrap_or_else(|e| panic!("{} {t} {layout}: {e}", v.id()));
+                for e in &k.entries {
+                    assert!(ptx.contains(&format!(".entry {}(", e.name)), "{}", e.name);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The SpMM entries of the lock file (`[[spmm]]` tables): one tuned variant
+//! per declared dense width, validated when the lock file is read.
+//!
+//! ```toml
+//! [[spmm]]
+//! name = "gcn"
+//! value = "f32"
+//! dense = "row-major"
+//! descriptor = "<fingerprint of the declaration and its sample bytes>"
+//! generator = "<generator fingerprint>"
+//! gpu = "NVIDIA H200"
+//! candidates = 61
+//!
+//! [[spmm.width]]
+//! n = 64
+//! variant = "nnz-split.b256.i16.v2.c1.u1.ldg"
+//! gbs = 1180.4
+//! pct-copy = 28.2
+//! ```
+
+use serde::{Deserialize, Serialize};
+use sparserl_rt::ValueType;
+use sparserl_rt::dense::DenseLayout;
+use sparserl_rt::spmm::SpmmVariant;
+
+/// One tuned SpMM kernel of the lock file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SpmmLockEntry {
+    /// Kernel name from the descriptor.
+    pub name: String,
+    /// Value type.
+    pub value: ValueType,
+    /// Storage order of X and Y the variants were measured with.
+    pub dense: DenseLayout,
+    /// Fingerprint of the kernel's declaration (widths and layout
+    /// included) and sample bytes.
+    pub descriptor: String,
+    /// Generator fingerprint the variants were measured with.
+    pub generator: String,
+    /// The GPU it was tuned on.
+    pub gpu: String,
+    /// Candidates measured by the search over all widths.
+    pub candidates: u32,
+    /// One entry per declared width, ascending.
+    pub width: Vec<SpmmLockWidth>,
+}
+
+/// The tuned variant of one width.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SpmmLockWidth {
+    /// Dense width N.
+    pub n: usize,
+    /// The variant's id (`SpmmVariant::id`), parsed and checked on read.
+    pub variant: String,
+    /// Winner's effective bandwidth on the samples at this width, GB/s.
+    pub gbs: f64,
+    /// Its share of the device's measured copy bandwidth, percent.
+    pub pct_copy: f64,
+}
+
+impl SpmmLockEntry {
+    /// Checks what serde cannot: every variant id parses, is canonical and
+    /// valid for the entry's layout; widths are positive, ascending and
+    /// distinct; numbers are finite. The message names the width.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.width.is_empty() {
+            return Err("no [[spmm.width]] entries".into());
+        }
+        let mut last = 0;
+        for w in &self.width {
+            if w.n == 0 || w.n <= last {
+                return Err(format!(
+                    "width n = {} is not positive and above the previous one ({last}): widths must be ascending and distinct",
+                    w.n
+                ));
+            }
+            last = w.n;
+            let v = self.variant_of(w)?;
+            v.validate_for(self.dense)
+                .map_err(|e| format!("width n = {}: variant `{}`: {e}", w.n, w.variant))?;
+            if !(w.gbs.is_finite() && w.gbs >= 0.0 && w.pct_copy.is_finite()) {
+                return Err(format!(
+                    "width n = {}: gbs {} / pct-copy {} are not finite non-negative numbers",
+                    w.n, w.gbs, w.pct_copy
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn variant_of(&self, w: &SpmmLockWidth) -> Result<SpmmVariant, String> {
+        SpmmVariant::parse(&w.variant).map_err(|e| format!("width n = {}: {e}", w.n))
+    }
+
+    /// The widths and their variants (the entry was validated on read).
+    pub fn variants(&self) -> Vec<(usize, SpmmVariant)> {
+        self.width
+            .iter()
+            .filter_map(|w| Some((w.n, self.variant_of(w).ok()?)))
+            .collect()
+    }
+
+    /// Whether the entry holds exactly the declared `columns`, in `dense`.
+    pub fn covers(&self, columns: &[usize], dense: DenseLayout) -> bool {
+        self.dense == dense && self.width.iter().map(|w| w.n).eq(columns.iter().copied())
+    }
+}

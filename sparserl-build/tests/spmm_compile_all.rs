@@ -1,0 +1,109 @@
+//! Every point of `spmm_space` at N in {1, 3, 16, 64, 257}, both layouts and
+//! value types, generated with its compile-time width, the generic width
+//! and the `bias-relu` entries, compiles with NVRTC; ptxas (sm_80, sm_90)
+//! reports no spills for any entry. Prints the register maximum.
+//!
+//! Skips (with a note) when no CUDA toolkit is found, unless
+//! `SPARSERL_REQUIRE_CUDA=1`.
+
+use sparserl_build::codegen::spmm::{SpmmSource, generate_spmm};
+use sparserl_rt::ValueType;
+use sparserl_rt::dense::DenseLayout;
+use sparserl_rt::nvrtc;
+use sparserl_rt::spmm::{SpmmEpilogue, spmm_space};
+use std::sync::Mutex;
+
+const WIDTHS: [usize; 5] = [1, 3, 16, 64, 257];
+const SASS: [&str; 2] = ["sm_80", "sm_90"];
+
+/// Compiles one unit; the largest register count of its entries.
+fn check(k: &SpmmSource, ptxas: bool) -> Result<u32, String> {
+    let ptx = nvrtc::compile_ptx(&k.source, "compute_80", &[]).map_err(|e| e.to_string())?;
+    for e in &k.entries {
+        if !ptx.contains(&format!(".entry {}(", e.name)) {
+            return Err(format!("PTX has no entry {}", e.name));
+        }
+    }
+    let mut regs = 0;
+    if !ptxas {
+        return Ok(0);
+    }
+    for arch in SASS {
+        let r = nvrtc::ptxas_check(&ptx, arch).map_err(|e| e.to_string())?;
+        for e in &r.entries {
+            if e.spill_stores + e.spill_loads != 0 || e.stack_frame != 0 {
+                return Err(format!(
+                    "ptxas {arch}: {} spills ({} B stores, {} B loads, {} B stack)",
+                    e.name, e.spill_stores, e.spill_loads, e.stack_frame
+                ));
+            }
+            regs = regs.max(e.registers);
+        }
+    }
+    Ok(regs)
+}
+
+#[test]
+fn every_spmm_variant_compiles_without_spills() {
+    let require = std::env::var("SPARSERL_REQUIRE_CUDA").is_ok_and(|v| v == "1");
+    let toolkit = match nvrtc::locate() {
+        Ok(t) => t,
+        Err(e) if require => panic!("SPARSERL_REQUIRE_CUDA=1 but {e}"),
+        Err(e) => {
+            eprintln!("spmm_compile_all: SKIPPED (no CUDA toolkit)\n{e}");
+            return;
+        }
+    };
+    let ptxas = toolkit.ptxas.is_some();
+    let mut jobs = Vec::new();
+    for n in WIDTHS {
+        for layout in DenseLayout::ALL {
+            for v in spmm_space(n, layout) {
+                for t in ValueType::ALL {
+                    let k = generate_spmm(&v, t, layout, Some(n), &SpmmEpilogue::ALL)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    jobs.push((format!("{} {t} {layout} N={n}", v.id()), k));
+                }
+            }
+        }
+    }
+    let next = Mutex::new(0usize);
+    let failures = Mutex::new(Vec::new());
+    let max_regs = Mutex::new((0u32, String::new()));
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 8);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().unwrap();
+                        *n += 1;
+                        *n - 1
+                    };
+                    let Some((what, k)) = jobs.get(i) else { break };
+                    match check(k, ptxas) {
+                        Ok(r) => {
+                            let mut m = max_regs.lock().unwrap();
+                            if r > m.0 {
+                                *m = (r, what.clone());
+                            }
+                        }
+                        Err(e) => failures.lock().unwrap().push(format!("{what}: {e}")),
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    let (regs, at) = max_regs.into_inner().unwrap();
+    eprintln!(
+        "spmm_compile_all: {} units (widths {WIDTHS:?} x layouts x values), ptxas {}, {} failures, \
+         max {regs} registers ({at})",
+        jobs.len(),
+        if ptxas { "sm_80+sm_90" } else { "not found" },
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

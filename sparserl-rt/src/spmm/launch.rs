@@ -1,0 +1,490 @@
+//! Typed SpMM launches: [`SpmmSpec`], the [`SpmmKernel`] trait and the one
+//! `unsafe` SpMM kernel launch.
+//!
+//! Every SpMM entry has one ABI (`T` = `float` or `double`):
+//!
+//! ```text
+//! extern "C" __global__ void ENTRY(const int rows, const int cols, const int nnz,
+//!     const int n, const int* indptr, const int* indices, const T* values,
+//!     const T* x, const int ldx, T* y, const int ldy, const T alpha,
+//!     const T beta, const T* bias)
+//! ```
+//!
+//! `Y = alpha A X + beta Y` (fused: `relu(... + bias[col])`); `beta == 0`
+//! never reads `Y`. An entry of a compile-time width returns at once when
+//! `n` differs from it. Nnz-split modules hold two (three with an
+//! epilogue) entries per width: `<entry>_prep` (one thread per row: rows
+//! cut between warps start from `beta Y`, empty rows get their final
+//! value), the main entry, and `<entry>_post` (the epilogue's ReLU on the
+//! cut rows), launched in that order on the one stream.
+
+use super::variant::{SpmmEpilogue, SpmmShape, SpmmVariant};
+use crate::dense::{DenseLayout, DeviceDense};
+use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
+use crate::error::RtError;
+use crate::kernel::{Image, Provenance, arch_number};
+use crate::launch::load_entry;
+use crate::renumber::{Numbering, Operand};
+use crate::variant::ValueType;
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+/// A compiled image of an SpMM module for one architecture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpmmImage {
+    /// Target, e.g. `sm_90`.
+    pub arch: &'static str,
+    /// PTX text.
+    pub ptx: &'static str,
+    /// SASS for exactly `arch`, when `ptxas` ran at build time.
+    pub cubin: Option<&'static [u8]>,
+}
+
+/// One translation unit of an SpMM kernel: a variant at a compile-time
+/// width (`Some(n)`: the tuned entry plus the generic one) or only the
+/// generic-width entry (`None`), with the declared fused entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpmmModule {
+    /// The variant.
+    pub variant: SpmmVariant,
+    /// The compile-time width of its tuned entry.
+    pub width: Option<usize>,
+    /// CUDA C++ source (for NVRTC at first use when no image was embedded).
+    pub source: &'static str,
+    /// Images per architecture.
+    pub images: &'static [SpmmImage],
+}
+
+impl SpmmModule {
+    /// The exact-architecture cubin, else the PTX of the highest embedded
+    /// architecture not above the device's; `Ok(None)` when nothing was
+    /// embedded (compile `source` at first use); an error when every image
+    /// targets a newer device.
+    pub fn image_for(&self, kernel: &str, gpu_cc: (i32, i32)) -> Result<Option<Image>, RtError> {
+        let device = (gpu_cc.0.max(0) * 10 + gpu_cc.1.max(0)) as u32;
+        let usable = self
+            .images
+            .iter()
+            .filter_map(|i| arch_number(i.arch).map(|n| (n, i)))
+            .filter(|(n, _)| *n <= device)
+            .max_by_key(|(n, _)| *n);
+        match usable {
+            Some((n, i)) => Ok(Some(match i.cubin {
+                Some(bytes) if n == device => Image::Cubin {
+                    arch: i.arch,
+                    bytes,
+                },
+                _ => Image::Ptx {
+                    arch: i.arch,
+                    text: i.ptx,
+                },
+            })),
+            None => match self.images.iter().filter_map(|i| arch_number(i.arch)).min() {
+                Some(lowest) => Err(RtError::UnsupportedDevice {
+                    kernel: kernel.to_string(),
+                    device: format!("sm_{}{}", gpu_cc.0, gpu_cc.1),
+                    lowest: format!("sm_{lowest}"),
+                }),
+                None => Ok(None),
+            },
+        }
+    }
+}
+
+/// Everything the runtime needs to launch one declared SpMM kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct SpmmSpec {
+    /// Declared kernel name.
+    pub name: &'static str,
+    /// Value type of A, X and Y.
+    pub value: ValueType,
+    /// Layout of X and Y.
+    pub layout: DenseLayout,
+    /// One module per declared width (`width: Some(n)`), its tuned variant.
+    pub tuned: &'static [SpmmModule],
+    /// The generic-width [`SpmmVariant::FALLBACK`] (runs when no width is tuned).
+    pub fallback: SpmmModule,
+    /// Declared fused epilogues (entries in every module).
+    pub epilogues: &'static [SpmmEpilogue],
+    /// How the variants were chosen.
+    pub provenance: Provenance,
+    /// The GPU the variants were measured on.
+    pub tuned_on: Option<&'static str>,
+}
+
+/// Kernels already told about running a generic-width entry.
+static WARNED_WIDTH: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+
+impl SpmmSpec {
+    /// The module and entry width for a call of width `n`: the tuned module
+    /// of exactly that width (its compile-time entry), else the generic
+    /// entry of the module of the nearest tuned width (ties: the smaller),
+    /// else the fallback's generic entry.
+    pub fn module_for(&self, n: usize) -> (&SpmmModule, Option<usize>) {
+        if let Some(m) = self.tuned.iter().find(|m| m.width == Some(n)) {
+            return (m, Some(n));
+        }
+        let nearest = self
+            .tuned
+            .iter()
+            .min_by_key(|m| (m.width.map_or(usize::MAX, |w| w.abs_diff(n)), m.width));
+        match nearest {
+            Some(m) => {
+                let mut warned = WARNED_WIDTH.lock().unwrap_or_else(|p| p.into_inner());
+                if warned.insert(self.name) {
+                    log::info!(
+                        "sparserl: SpMM kernel `{}` has no tuned entry for N = {n}; it runs the \
+                         generic-width entry of {} (tuned for N = {}); declare the width in \
+                         `columns` to tune it (reported once per kernel)",
+                        self.name,
+                        m.variant.id(),
+                        m.width.map_or("any".into(), |w| w.to_string())
+                    );
+                }
+                (m, None)
+            }
+            None => (&self.fallback, None),
+        }
+    }
+}
+
+/// The loaded entries of one SpMM launch: main, and the nnz-split passes.
+#[derive(Debug, Clone)]
+pub struct SpmmFunctions {
+    /// The variant they were generated for.
+    pub variant: SpmmVariant,
+    /// The compile-time width of the entry (`None`: generic).
+    pub width: Option<usize>,
+    /// Main entry.
+    pub main: CudaFunction,
+    /// Pre-pass (nnz-split).
+    pub prep: Option<CudaFunction>,
+    /// Post-pass (nnz-split with an epilogue).
+    pub post: Option<CudaFunction>,
+}
+
+/// Loads the entries of `variant` (width `width`, fused with `epilogue`)
+/// from a module image or, without one, from `source` (NVRTC).
+pub(crate) fn load_spmm(
+    gpu: &Gpu,
+    kernel: &str,
+    value: ValueType,
+    layout: DenseLayout,
+    module: &SpmmModule,
+    width: Option<usize>,
+    epilogue: Option<SpmmEpilogue>,
+) -> Result<SpmmFunctions, RtError> {
+    let image = module.image_for(kernel, gpu.compute_capability())?;
+    let v = module.variant;
+    let entry = v.entry(value, layout, width, epilogue);
+    let load = |name: &str| load_entry(gpu, kernel, name, image, module.source);
+    let passes = v.strategy.has_passes();
+    Ok(SpmmFunctions {
+        variant: v,
+        width,
+        main: load(&entry)?,
+        prep: if passes {
+            Some(load(&format!("{entry}_prep"))?)
+        } else {
+            None
+        },
+        post: if passes && epilogue.is_some() {
+            Some(load(&format!("{entry}_post"))?)
+        } else {
+            None
+        },
+    })
+}
+
+/// The operands of one SpMM launch, checked by [`check_spmm`].
+pub(crate) struct SpmmOperands<'a, T: Scalar> {
+    pub a: &'a DeviceCsr<T>,
+    pub x: &'a DeviceDense<T>,
+    pub y: &'a mut DeviceDense<T>,
+    pub alpha: T,
+    pub beta: T,
+    pub bias: Option<&'a DeviceVec<T>>,
+}
+
+/// Checks owners, shapes and layouts of an SpMM's operands against `layout`.
+pub(crate) fn check_spmm<T: Scalar>(
+    gpu: &Gpu,
+    layout: DenseLayout,
+    ops: &SpmmOperands<'_, T>,
+) -> Result<(), RtError> {
+    ops.a.check_gpu(gpu)?;
+    ops.x.check_gpu(gpu, "x")?;
+    ops.y.check_gpu(gpu, "y")?;
+    if !ops.a.has_csr() {
+        return Err(RtError::InvalidArgument(
+            "SpMM needs the matrix's CSR arrays (it was uploaded with Layouts::csr = false)".into(),
+        ));
+    }
+    for (what, m) in [("x", ops.x.layout()), ("y", ops.y.layout())] {
+        if m != layout {
+            return Err(RtError::InvalidArgument(format!(
+                "{what} is {m} but the kernel was generated for {layout} dense matrices"
+            )));
+        }
+    }
+    if ops.x.rows() != ops.a.cols() {
+        return Err(RtError::DimensionMismatch {
+            what: "x rows (must equal the matrix's cols)",
+            expected: ops.a.cols(),
+            found: ops.x.rows(),
+        });
+    }
+    if ops.y.rows() != ops.a.rows() {
+        return Err(RtError::DimensionMismatch {
+            what: "y rows (must equal the matrix's rows)",
+            expected: ops.a.rows(),
+            found: ops.y.rows(),
+        });
+    }
+    if ops.y.cols() != ops.x.cols() {
+        return Err(RtError::DimensionMismatch {
+            what: "y cols (must equal x cols)",
+            expected: ops.x.cols(),
+            found: ops.y.cols(),
+        });
+    }
+    if let Some(b) = ops.bias {
+        b.check_gpu(gpu, "the bias")?;
+        if b.len() != ops.x.cols() {
+            return Err(RtError::DimensionMismatch {
+                what: "bias (must have one entry per column of x)",
+                expected: ops.x.cols(),
+                found: b.len(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Queues the entries of `f` on `gpu`'s stream (asynchronous; no
+/// allocation, no host synchronisation, so it may be captured).
+///
+/// Crate-internal: `f` must have been loaded from a module generated for
+/// `f.variant` with this value type, layout and width (as [`SpmmKernel`]'s
+/// spec guarantees or an `unsafe` caller vouched for), and the operands must
+/// have passed [`check_spmm`] for that layout.
+pub(crate) fn launch_spmm<T: Scalar>(
+    gpu: &Gpu,
+    f: &SpmmFunctions,
+    ops: SpmmOperands<'_, T>,
+) -> Result<(), RtError> {
+    let v = f.variant;
+    v.validate().map_err(|reason| RtError::InvalidVariant {
+        variant: v.id(),
+        reason,
+    })?;
+    let n = ops.x.cols();
+    if f.width.is_some_and(|w| w != n) {
+        return Err(RtError::InvalidArgument(format!(
+            "entry of width {} called with N = {n}",
+            f.width.unwrap_or(0)
+        )));
+    }
+    if n == 0 || ops.a.rows() == 0 {
+        return Ok(());
+    }
+    let shape: SpmmShape = (ops.a.rows(), ops.a.cols(), ops.a.nnz(), n);
+    let bias = ops.bias.map_or(ops.x.as_slice(), |b| b.as_slice());
+    let raw = RawArgs {
+        shape,
+        x: (ops.x.as_slice(), ops.x.ld()),
+        ldy: ops.y.ld(),
+        alpha: ops.alpha,
+        beta: ops.beta,
+        bias,
+    };
+    let y = ops.y.as_mut_slice();
+    if let Some(prep) = &f.prep {
+        raw.launch(gpu, ops.a, prep, v.pass_grid(shape.0), v.block, y)?;
+    }
+    raw.launch(gpu, ops.a, &f.main, v.grid(shape), v.block, y)?;
+    if let Some(post) = &f.post {
+        raw.launch(gpu, ops.a, post, v.pass_grid(shape.0), v.block, y)?;
+    }
+    Ok(())
+}
+
+/// The kernel ABI's arguments other than the matrix and `y`.
+struct RawArgs<'a, T: Scalar> {
+    shape: SpmmShape,
+    x: (&'a CudaSlice<T>, usize),
+    ldy: usize,
+    alpha: T,
+    beta: T,
+    bias: &'a CudaSlice<T>,
+}
+
+impl<T: Scalar> RawArgs<'_, T> {
+    /// The one `unsafe` SpMM kernel launch.
+    fn launch(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceCsr<T>,
+        func: &CudaFunction,
+        grid: u32,
+        block: u32,
+        y: &mut CudaSlice<T>,
+    ) -> Result<(), RtError> {
+        let (rows, cols, nnz, n) = self.shape;
+        // DeviceCsr and DeviceDense guarantee every size is below i32::MAX.
+        let (rows, cols, nnz, n) = (rows as i32, cols as i32, nnz as i32, n as i32);
+        let (ldx, ldy) = (self.x.1 as i32, self.ldy as i32);
+        let cfg = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = gpu.stream().launch_builder(func);
+        b.arg(&rows)
+            .arg(&cols)
+            .arg(&nnz)
+            .arg(&n)
+            .arg(a.indptr())
+            .arg(a.indices())
+            .arg(a.values())
+            .arg(self.x.0)
+            .arg(&ldx)
+            .arg(y)
+            .arg(&ldy)
+            .arg(&self.alpha)
+            .arg(&self.beta)
+            .arg(self.bias);
+        // SAFETY: `func` is an entry of the SpMM ABI above for `T`, generated
+        // for this variant, layout and width (the callers' contract: a spec of
+        // the generated module, or an `unsafe` caller's promise). The
+        // arguments match it one for one. `check_spmm` verified that the
+        // matrix, x, y and the bias belong to `gpu` and have consistent
+        // shapes: x holds `cols` rows of `n` columns at leading dimension
+        // `ldx` and y `rows` rows at `ldy` (DeviceDense allocates at least
+        // the elements its shape occupies), the bias `n` entries (or x is
+        // passed in its place and not read: plain entries never touch it);
+        // the CSR arrays were validated at upload, so every index the kernel
+        // forms is inside these buffers (offsets in 64 bits). An entry of a
+        // compile-time width returns at once for another `n`. Everything is
+        // used and freed in this stream's order, and the buffers outlive the
+        // queued launch (their owners are borrowed for this call and free on
+        // the same stream).
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+}
+
+/// A declared SpMM kernel of the generated module.
+///
+/// # Safety
+/// The provided methods launch the entries of [`SpmmKernel::spec`]'s modules
+/// with the SpMM ABI: an implementation must return a spec whose modules
+/// hold those entries for its value type, layout, variants, widths and
+/// epilogues, as `sparserl-build` generates them.
+pub unsafe trait SpmmKernel {
+    /// Element type of A, X and Y.
+    type Value: Scalar;
+
+    /// The build-time description of this kernel.
+    fn spec(&self) -> &'static SpmmSpec;
+
+    /// Queues `Y = alpha A X + beta Y` (`beta == 0` never reads `Y`).
+    fn spmm(
+        &self,
+        gpu: &Gpu,
+        alpha: Self::Value,
+        a: &impl Operand<Self::Value>,
+        x: &DeviceDense<Self::Value>,
+        beta: Self::Value,
+        y: &mut DeviceDense<Self::Value>,
+    ) -> Result<(), RtError> {
+        let (a, numbering) = a.parts();
+        spmm_with_spec(
+            self.spec(),
+            gpu,
+            numbering,
+            SpmmOperands {
+                a,
+                x,
+                y,
+                alpha,
+                beta,
+                bias: None,
+            },
+        )
+    }
+
+    /// Queues `Y = relu(alpha A X + beta Y + bias[col])` (declare
+    /// `epilogues = ["bias-relu"]`).
+    #[allow(clippy::too_many_arguments)]
+    fn spmm_bias_relu(
+        &self,
+        gpu: &Gpu,
+        alpha: Self::Value,
+        a: &impl Operand<Self::Value>,
+        x: &DeviceDense<Self::Value>,
+        beta: Self::Value,
+        y: &mut DeviceDense<Self::Value>,
+        bias: &DeviceVec<Self::Value>,
+    ) -> Result<(), RtError> {
+        let (a, numbering) = a.parts();
+        spmm_with_spec(
+            self.spec(),
+            gpu,
+            numbering,
+            SpmmOperands {
+                a,
+                x,
+                y,
+                alpha,
+                beta,
+                bias: Some(bias),
+            },
+        )
+    }
+}
+
+/// The body of [`SpmmKernel::spmm`] and [`SpmmKernel::spmm_bias_relu`].
+pub(crate) fn spmm_with_spec<T: Scalar>(
+    spec: &SpmmSpec,
+    gpu: &Gpu,
+    numbering: Numbering,
+    ops: SpmmOperands<'_, T>,
+) -> Result<(), RtError> {
+    if spec.value != T::TYPE {
+        return Err(RtError::WrongValueType {
+            kernel: spec.name.to_string(),
+            expected: spec.value,
+            found: T::TYPE,
+        });
+    }
+    check_spmm(gpu, spec.layout, &ops)?;
+    if numbering == Numbering::User && ops.a.renumbering() != crate::reorder::Reorder::None {
+        return Err(RtError::InvalidArgument(
+            "SpMM of a renumbered matrix takes X and Y in its stored order: call it with \
+             `a.internal()` and permute the rows of X and Y yourself"
+                .into(),
+        ));
+    }
+    let epilogue = ops.bias.map(|_| SpmmEpilogue::BiasRelu);
+    if let Some(e) = epilogue
+        && !spec.epilogues.contains(&e)
+    {
+        return Err(RtError::EpilogueNotGenerated {
+            kernel: spec.name.to_string(),
+            epilogue: e.as_str(),
+        });
+    }
+    let (module, width) = spec.module_for(ops.x.cols());
+    let f = load_spmm(
+        gpu,
+        spec.name,
+        spec.value,
+        spec.layout,
+        module,
+        width,
+        epilogue,
+    )?;
+    launch_spmm(gpu, &f, ops)
+}

@@ -1,0 +1,278 @@
+use super::*;
+use crate::dense::DenseLayout;
+use crate::variant::ValueType;
+use std::collections::HashSet;
+
+const WIDTHS: [usize; 8] = [1, 3, 5, 16, 32, 64, 128, 257];
+
+#[test]
+fn every_point_of_the_space_is_valid_and_round_trips() {
+    for n in WIDTHS {
+        for layout in DenseLayout::ALL {
+            let space = spmm_space(n, layout);
+            assert!(space.len() >= 6, "n={n} {layout}: {}", space.len());
+            let mut ids = HashSet::new();
+            for v in &space {
+                v.validate_for(layout).unwrap();
+                assert_eq!(*v, v.canonical());
+                assert!(ids.insert(v.id()), "duplicate {}", v.id());
+                assert_eq!(SpmmVariant::parse(&v.id()), Ok(*v));
+                assert_eq!(v.id().parse::<SpmmVariant>(), Ok(*v));
+                let json = serde_json::to_string(v).unwrap();
+                assert_eq!(serde_json::from_str::<SpmmVariant>(&json).unwrap(), *v);
+            }
+            for s in SpmmStrategy::ALL {
+                assert!(
+                    space.iter().any(|v| v.strategy == s),
+                    "n={n} {layout} lacks {s:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fallback_is_valid_for_every_layout() {
+    for layout in DenseLayout::ALL {
+        SpmmVariant::FALLBACK.validate_for(layout).unwrap();
+    }
+    assert_eq!(SpmmVariant::FALLBACK.chunk(), 32);
+}
+
+#[test]
+fn bad_ids_and_parameters_are_errors() {
+    for bad in [
+        "",
+        "row-wrap.b256.g8.v1.c1.u1",
+        "row-warp.b256.g3.v1.c1.u1",
+        "row-warp.b256.g8.v8.c1.u1",
+        "row-warp.b100.g8.v1.c1.u1",
+        "col-tile.b128.g1.k3.u1",
+        "row-warp.b256.g8.v1.c1.u1.zz",
+        "row-warp.b256.g8.vx.c1.u1",
+        // Not canonical: order and ignored fields.
+        "row-warp.b256.v1.g8.c1.u1",
+        "col-tile.b128.g1.k4.v2.u1",
+    ] {
+        assert!(SpmmVariant::parse(bad).is_err(), "{bad}");
+    }
+    let v = SpmmVariant {
+        vec: 4,
+        ..SpmmVariant::of(SpmmStrategy::RowWarp)
+    };
+    assert!(v.validate_for(DenseLayout::RowMajor).is_ok());
+    assert!(v.validate_for(DenseLayout::ColMajor).is_err());
+    let v = SpmmVariant {
+        items: 0,
+        ..SpmmVariant::FALLBACK
+    };
+    assert!(v.validate().is_err());
+}
+
+#[test]
+fn entry_names_are_identifiers_and_distinct() {
+    let mut names = HashSet::new();
+    for layout in DenseLayout::ALL {
+        for v in spmm_space(64, layout) {
+            for t in ValueType::ALL {
+                for w in [None, Some(64)] {
+                    for e in [None, Some(SpmmEpilogue::BiasRelu)] {
+                        let name = v.entry(t, layout, w, e);
+                        assert!(
+                            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                                && !name.contains("__"),
+                            "{name}"
+                        );
+                        assert!(names.insert(name.clone()), "{name}");
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(
+        SpmmVariant::FALLBACK.entry(ValueType::F32, DenseLayout::RowMajor, Some(16), None),
+        "sparserl_spmm_nnz_split_b256_i8_v1_c1_u1_ldg_rm_f32_n16"
+    );
+}
+
+#[test]
+fn grids_cover_the_work_and_stay_in_range() {
+    let v = SpmmVariant {
+        group: 8,
+        vec: 4,
+        coarsen: 1,
+        ..SpmmVariant::of(SpmmStrategy::RowWarp)
+    };
+    // 1000 rows x 2 chunks of 32 columns x 8 lanes / 256 threads.
+    assert_eq!(v.grid((1000, 10, 5000, 64)), 63);
+    assert_eq!(v.grid((0, 10, 0, 64)), 1);
+    let f = SpmmVariant::FALLBACK;
+    // ceil(5000 / 256) ranges x 3 chunks x 32 lanes / 256.
+    assert_eq!(f.grid((1000, 10, 5000, 65)), 8);
+    assert_eq!(f.grid((1000, 10, 0, 65)), 1);
+    assert_eq!(
+        f.grid((usize::MAX / 4, 1, usize::MAX / 4, 1 << 20)),
+        i32::MAX as u32
+    );
+    assert_eq!(f.pass_grid(1000), 125);
+}
+
+#[test]
+fn compulsory_bytes_formula() {
+    // nnz (v + 4) + (rows + 1) 4 + (cols + rows) n v.
+    assert_eq!(spmm_bytes(2, 3, 4, 5, 4), 4 * 8 + 3 * 4 + 5 * 5 * 4);
+    assert_eq!(spmm_bytes(2, 3, 4, 1, 8), 4 * 12 + 12 + 5 * 8);
+}
+
+#[test]
+fn epilogues_parse_their_spelling() {
+    assert_eq!(
+        SpmmEpilogue::parse("bias-relu"),
+        Some(SpmmEpilogue::BiasRelu)
+    );
+    assert_eq!(SpmmEpilogue::parse("relu"), None);
+    assert_eq!(
+        serde_json::to_string(&SpmmEpilogue::BiasRelu).unwrap(),
+        "\"bias-relu\""
+    );
+}
+
+mod spec {
+    use super::super::launch::{SpmmImage, SpmmModule, SpmmSpec};
+    use super::*;
+    use crate::kernel::{Image, Provenance};
+
+    static IMAGES: [SpmmImage; 2] = [
+        SpmmImage {
+            arch: "sm_80",
+            ptx: "p80",
+            cubin: None,
+        },
+        SpmmImage {
+            arch: "sm_90",
+            ptx: "p90",
+            cubin: Some(b"c90"),
+        },
+    ];
+
+    const fn module(width: Option<usize>) -> SpmmModule {
+        SpmmModule {
+            variant: SpmmVariant::of(SpmmStrategy::RowWarp),
+            width,
+            source: "",
+            images: &IMAGES,
+        }
+    }
+
+    static TUNED: [SpmmModule; 2] = [module(Some(32)), module(Some(128))];
+
+    fn spec(tuned: &'static [SpmmModule]) -> SpmmSpec {
+        SpmmSpec {
+            name: "gcn",
+            value: ValueType::F32,
+            layout: DenseLayout::RowMajor,
+            tuned,
+            fallback: SpmmModule {
+                variant: SpmmVariant::FALLBACK,
+                ..module(None)
+            },
+            epilogues: &[],
+            provenance: Provenance::Policy,
+            tuned_on: None,
+        }
+    }
+
+    #[test]
+    fn widths_pick_the_tuned_or_the_nearest_generic_entry() {
+        let s = spec(&TUNED);
+        assert_eq!(s.module_for(32).1, Some(32));
+        assert_eq!(s.module_for(128).1, Some(128));
+        let (m, w) = s.module_for(40);
+        assert_eq!((m.width, w), (Some(32), None));
+        let (m, w) = s.module_for(100);
+        assert_eq!((m.width, w), (Some(128), None));
+        // A tie goes to the smaller width.
+        assert_eq!(s.module_for(80).0.width, Some(32));
+        let none = spec(&[]);
+        let (m, w) = none.module_for(64);
+        assert_eq!((m.variant, w), (SpmmVariant::FALLBACK, None));
+    }
+
+    #[test]
+    fn images_follow_the_device() {
+        let m = module(Some(32));
+        assert_eq!(
+            m.image_for("k", (9, 0)).unwrap(),
+            Some(Image::Cubin {
+                arch: "sm_90",
+                bytes: b"c90"
+            })
+        );
+        assert_eq!(
+            m.image_for("k", (10, 0)).unwrap(),
+            Some(Image::Ptx {
+                arch: "sm_90",
+                text: "p90"
+            })
+        );
+        assert_eq!(
+            m.image_for("k", (8, 6)).unwrap(),
+            Some(Image::Ptx {
+                arch: "sm_80",
+                text: "p80"
+            })
+        );
+        assert!(matches!(
+            m.image_for("k", (7, 5)),
+            Err(crate::RtError::UnsupportedDevice { .. })
+        ));
+        let bare = SpmmModule {
+            images: &[],
+            ..module(None)
+        };
+        assert_eq!(bare.image_for("k", (9, 0)).unwrap(), None);
+    }
+}
+
+/// Why the kernels accumulate in double for f32 too: a long row summed in
+/// float (as a lane of row-warp or col-tile would, one product after the
+/// other) drifts with the row length; with terms of one sign (a GCN layer:
+/// a non-negative normalised adjacency times ReLU features) a row of 2M
+/// nonzeros misses the 1e-5 per-row tolerance, the double sum rounded once
+/// meets it. (With random signs the float sum stays within it here.)
+#[test]
+fn float_accumulation_fails_the_tolerance_on_long_rows() {
+    // A fixed linear congruential sequence in [0, 1).
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let len = 2_000_000;
+    let terms: Vec<(f32, f32)> = (0..len).map(|_| (next(), next())).collect();
+    let err = |sign: bool| {
+        let t: Vec<(f32, f32)> = terms
+            .iter()
+            .map(|&(a, x)| (a, if sign { 2.0 * x - 1.0 } else { x }))
+            .collect();
+        let exact: f64 = t.iter().map(|&(a, x)| a as f64 * x as f64).sum();
+        let mag: f64 = t.iter().map(|&(a, x)| (a as f64 * x as f64).abs()).sum();
+        let in_float = t.iter().fold(0f32, |s, &(a, x)| s + a * x) as f64;
+        let in_double = exact as f32 as f64;
+        let den = exact.abs().max(reference::ROW_FLOOR * mag);
+        (
+            (in_float - exact).abs() / den,
+            (in_double - exact).abs() / den,
+        )
+    };
+    let (pos_float, pos_double) = err(false);
+    let (mixed_float, mixed_double) = err(true);
+    eprintln!(
+        "row of {len}: one sign: float {pos_float:e}, double {pos_double:e}; \
+         random signs: float {mixed_float:e}, double {mixed_double:e}"
+    );
+    assert!(pos_float > 1e-5, "float accumulation error {pos_float:e}");
+    assert!(pos_double < 1e-6 && mixed_double < 1e-6);
+}

@@ -1,0 +1,461 @@
+//! SpMM kernel variants: a point of the SpMM design space as a plain value.
+
+use crate::dense::DenseLayout;
+use crate::variant::ValueType;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// How an SpMM kernel maps work to threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpmmStrategy {
+    /// A group of `group` lanes per (row, column chunk): the group loads
+    /// `group` (column, value) pairs of its row coalesced and broadcasts
+    /// them with shuffles; each lane owns `coarsen` slices of `vec`
+    /// consecutive columns (vector loads of X rows). Several rows per warp
+    /// when `group < 32`.
+    RowWarp,
+    /// Nonzero-balanced: every warp owns `32 items` consecutive nonzeros
+    /// and one column chunk of `32 vec coarsen` columns; rows inside the
+    /// range are written directly, rows cut at range edges are added with
+    /// atomics after a per-row pre-pass (so hub rows spread over many warps).
+    NnzSplit,
+    /// Register tile: `group` lanes per (row, tile of `tile` columns)
+    /// split the row's nonzeros and reduce with shuffles; each lane keeps
+    /// `tile` accumulators, so A is read once per `tile` columns. The
+    /// column-major family (consecutive threads on consecutive rows).
+    ColTile,
+}
+
+impl SpmmStrategy {
+    /// Every strategy.
+    pub const ALL: [SpmmStrategy; 3] = [
+        SpmmStrategy::RowWarp,
+        SpmmStrategy::NnzSplit,
+        SpmmStrategy::ColTile,
+    ];
+
+    /// Short stable name (the first part of a variant id).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SpmmStrategy::RowWarp => "row-warp",
+            SpmmStrategy::NnzSplit => "nnz-split",
+            SpmmStrategy::ColTile => "col-tile",
+        }
+    }
+
+    /// The `SPMM_STRATEGY` code of the fragments.
+    pub const fn code(self) -> u32 {
+        match self {
+            SpmmStrategy::RowWarp => 1,
+            SpmmStrategy::NnzSplit => 2,
+            SpmmStrategy::ColTile => 3,
+        }
+    }
+
+    /// Whether the kernel writes rows cut at range edges with atomics after
+    /// a pre-pass entry (and, with an epilogue, a post-pass entry).
+    pub const fn has_passes(self) -> bool {
+        matches!(self, SpmmStrategy::NnzSplit)
+    }
+}
+
+/// A fused SpMM epilogue (declared in the descriptor like the SpMV ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpmmEpilogue {
+    /// `Y = relu(alpha A X + beta Y + bias[col])` (a GCN layer's aggregation).
+    BiasRelu,
+}
+
+impl SpmmEpilogue {
+    /// Every epilogue.
+    pub const ALL: [SpmmEpilogue; 1] = [SpmmEpilogue::BiasRelu];
+    /// Descriptor spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SpmmEpilogue::BiasRelu => "bias-relu",
+        }
+    }
+    /// Parses the descriptor spelling.
+    pub fn parse(s: &str) -> Option<SpmmEpilogue> {
+        SpmmEpilogue::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+    /// The `SPMM_EPILOGUE` code of the fragments (0 is plain).
+    pub const fn code(self) -> u32 {
+        match self {
+            SpmmEpilogue::BiasRelu => 1,
+        }
+    }
+    /// Suffix of the fused entry's name.
+    pub const fn suffix(self) -> &'static str {
+        match self {
+            SpmmEpilogue::BiasRelu => "bias_relu",
+        }
+    }
+}
+
+impl fmt::Display for SpmmEpilogue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One point of the SpMM design space. Fields a strategy ignores are kept
+/// at their canonical value ([`SpmmVariant::canonical`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SpmmVariant {
+    /// Mapping strategy.
+    pub strategy: SpmmStrategy,
+    /// Threads per block (multiple of 32, 64..=1024).
+    pub block: u32,
+    /// Lanes per work item (row-warp, col-tile: power of two 1..=32;
+    /// nnz-split: 32).
+    pub group: u32,
+    /// Columns per vector load of X / store of Y (1, 2, 4; row-major only;
+    /// col-tile: 1).
+    pub vec: u32,
+    /// Column slices per lane (row-warp, nnz-split: 1, 2, 4; col-tile: 1).
+    pub coarsen: u32,
+    /// Columns per register tile (col-tile: 1, 2, 4, 8, 16; others 1).
+    pub tile: u32,
+    /// Nonzeros per lane of a warp range (nnz-split: 1..=64; others 1).
+    pub items: u32,
+    /// Unroll factor of the nonzero loop (1, 2, 4, 8).
+    pub unroll: u32,
+    /// Load X through the read-only data cache (`__ldg`).
+    pub ldg_x: bool,
+}
+
+/// The sizes a kernel sees: rows of A, columns of A (rows of X), nonzeros, width N.
+pub type SpmmShape = (usize, usize, usize, usize);
+
+impl SpmmVariant {
+    /// A default variant of `strategy`.
+    pub const fn of(strategy: SpmmStrategy) -> SpmmVariant {
+        let v = SpmmVariant {
+            strategy,
+            block: 256,
+            group: 32,
+            vec: 1,
+            coarsen: 1,
+            tile: 1,
+            items: 1,
+            unroll: 1,
+            ldg_x: true,
+        };
+        match strategy {
+            SpmmStrategy::RowWarp => v,
+            SpmmStrategy::NnzSplit => SpmmVariant { items: 8, ..v },
+            SpmmStrategy::ColTile => SpmmVariant {
+                group: 1,
+                tile: 4,
+                ..v
+            },
+        }
+    }
+
+    /// Correct on any matrix, width and layout: nnz-balanced, scalar loads,
+    /// one column per lane, the column chunks looped over.
+    pub const FALLBACK: SpmmVariant = SpmmVariant::of(SpmmStrategy::NnzSplit);
+
+    /// Ignored fields set to their canonical values.
+    pub const fn canonical(self) -> SpmmVariant {
+        let mut v = self;
+        match v.strategy {
+            SpmmStrategy::RowWarp => {
+                v.tile = 1;
+                v.items = 1;
+            }
+            SpmmStrategy::NnzSplit => {
+                v.group = 32;
+                v.tile = 1;
+            }
+            SpmmStrategy::ColTile => {
+                v.vec = 1;
+                v.coarsen = 1;
+                v.items = 1;
+            }
+        }
+        v
+    }
+
+    /// Columns one work item covers per pass (row-warp: `group vec coarsen`,
+    /// nnz-split: `32 vec coarsen`, col-tile: `tile`).
+    pub const fn chunk(&self) -> u32 {
+        let v = self.canonical();
+        match v.strategy {
+            SpmmStrategy::ColTile => v.tile,
+            _ => v.group * v.vec * v.coarsen,
+        }
+    }
+
+    /// Checks the parameter ranges; the first violation.
+    pub fn validate(&self) -> Result<(), String> {
+        let v = self.canonical();
+        if !v.block.is_multiple_of(32) || !(64..=1024).contains(&v.block) {
+            return Err(format!(
+                "block {} is not a multiple of 32 in 64..=1024",
+                v.block
+            ));
+        }
+        if !v.group.is_power_of_two() || v.group > 32 {
+            return Err(format!("group {} is not a power of two in 1..=32", v.group));
+        }
+        if ![1, 2, 4].contains(&v.vec) {
+            return Err(format!("vec {} is not one of 1, 2, 4", v.vec));
+        }
+        if ![1, 2, 4].contains(&v.coarsen) {
+            return Err(format!("coarsen {} is not one of 1, 2, 4", v.coarsen));
+        }
+        if ![1, 2, 4, 8, 16].contains(&v.tile) {
+            return Err(format!("tile {} is not one of 1, 2, 4, 8, 16", v.tile));
+        }
+        if !(1..=64).contains(&v.items) {
+            return Err(format!("items {} is not in 1..=64", v.items));
+        }
+        if ![1, 2, 4, 8].contains(&v.unroll) {
+            return Err(format!("unroll {} is not one of 1, 2, 4, 8", v.unroll));
+        }
+        Ok(())
+    }
+
+    /// [`SpmmVariant::validate`] plus what the dense layout allows (vector
+    /// loads only along contiguous rows of a row-major X).
+    pub fn validate_for(&self, layout: DenseLayout) -> Result<(), String> {
+        self.validate()?;
+        if layout == DenseLayout::ColMajor && self.canonical().vec > 1 {
+            return Err(format!(
+                "vec {} needs row-major X (col-major rows are strided)",
+                self.vec
+            ));
+        }
+        Ok(())
+    }
+
+    /// A short stable identifier, e.g. `row-warp.b256.g8.v4.c2.u2.ldg`.
+    pub fn id(&self) -> String {
+        let v = self.canonical();
+        let mut s = format!("{}.b{}", v.strategy.as_str(), v.block);
+        match v.strategy {
+            SpmmStrategy::RowWarp => {
+                s += &format!(".g{}.v{}.c{}", v.group, v.vec, v.coarsen);
+            }
+            SpmmStrategy::NnzSplit => {
+                s += &format!(".i{}.v{}.c{}", v.items, v.vec, v.coarsen);
+            }
+            SpmmStrategy::ColTile => s += &format!(".g{}.k{}", v.group, v.tile),
+        }
+        s += &format!(".u{}", v.unroll);
+        if v.ldg_x {
+            s += ".ldg";
+        }
+        s
+    }
+
+    /// Parses an [`SpmmVariant::id`].
+    pub fn parse(id: &str) -> Result<SpmmVariant, String> {
+        let mut parts = id.split('.');
+        let head = parts.next().unwrap_or_default();
+        let strategy = SpmmStrategy::ALL
+            .into_iter()
+            .find(|s| s.as_str() == head)
+            .ok_or_else(|| format!("unknown SpMM strategy `{head}` in `{id}`"))?;
+        let mut v = SpmmVariant {
+            ldg_x: false,
+            ..SpmmVariant::of(strategy)
+        };
+        for p in parts {
+            if p == "ldg" {
+                v.ldg_x = true;
+                continue;
+            }
+            let (key, num) = p.split_at(p.chars().next().map_or(0, char::len_utf8));
+            let num: u32 = num
+                .parse()
+                .map_err(|_| format!("bad part `{p}` in SpMM variant `{id}`"))?;
+            match key {
+                "b" => v.block = num,
+                "g" => v.group = num,
+                "v" => v.vec = num,
+                "c" => v.coarsen = num,
+                "k" => v.tile = num,
+                "i" => v.items = num,
+                "u" => v.unroll = num,
+                _ => return Err(format!("unknown part `{p}` in SpMM variant `{id}`")),
+            }
+        }
+        v.validate()?;
+        let v = v.canonical();
+        if v.id() != id {
+            return Err(format!("`{id}` is not canonical (the id is `{}`)", v.id()));
+        }
+        Ok(v)
+    }
+
+    /// Entry-point base name for `value` and `layout`:
+    /// `sparserl_spmm_` + the id with non-alphanumerics as `_` + `_rm`/`_cm` + `_f32`/`_f64`.
+    pub fn entry_name(&self, value: ValueType, layout: DenseLayout) -> String {
+        let id: String = self
+            .id()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        format!("sparserl_spmm_{id}_{}_{}", layout.tag(), value.as_str())
+    }
+
+    /// The full entry name: [`SpmmVariant::entry_name`] + `_n<width>` (a
+    /// compile-time width) or `_nx` (the generic runtime width) + `_`
+    /// epilogue suffix when fused.
+    pub fn entry(
+        &self,
+        value: ValueType,
+        layout: DenseLayout,
+        width: Option<usize>,
+        epilogue: Option<SpmmEpilogue>,
+    ) -> String {
+        let mut s = self.entry_name(value, layout);
+        match width {
+            Some(n) => s += &format!("_n{n}"),
+            None => s += "_nx",
+        }
+        if let Some(e) = epilogue {
+            s += "_";
+            s += e.suffix();
+        }
+        s
+    }
+
+    /// Grid (blocks of [`SpmmVariant::block`]) of the main entry for a
+    /// shape (any grid is correct: the kernels loop grid-stride).
+    pub fn grid(&self, shape: SpmmShape) -> u32 {
+        let (rows, _, nnz, n) = shape;
+        let v = self.canonical();
+        let chunks = n.div_ceil(v.chunk() as usize).max(1);
+        let threads = match v.strategy {
+            SpmmStrategy::RowWarp | SpmmStrategy::ColTile => {
+                (rows.max(1) as u128) * chunks as u128 * v.group as u128
+            }
+            SpmmStrategy::NnzSplit => {
+                let ranges = nnz.div_ceil(32 * v.items as usize).max(1);
+                ranges as u128 * chunks as u128 * 32
+            }
+        };
+        threads.div_ceil(v.block as u128).clamp(1, i32::MAX as u128) as u32
+    }
+
+    /// Grid of the per-row pre- and post-passes (one warp per row).
+    pub fn pass_grid(&self, rows: usize) -> u32 {
+        (rows as u128 * 32)
+            .div_ceil(self.block as u128)
+            .clamp(1, i32::MAX as u128) as u32
+    }
+}
+
+impl fmt::Display for SpmmVariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.id())
+    }
+}
+
+impl FromStr for SpmmVariant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SpmmVariant::parse(s)
+    }
+}
+
+/// Compulsory bytes of one SpMM `Y = A X` with `n` columns and values of
+/// `value_size` bytes: `nnz (v + 4) + (rows + 1) 4 + (cols + rows) n v`.
+pub fn spmm_bytes(rows: usize, cols: usize, nnz: usize, n: usize, value_size: usize) -> u64 {
+    let (r, c, z, n, v) = (
+        rows as u64,
+        cols as u64,
+        nnz as u64,
+        n as u64,
+        value_size as u64,
+    );
+    z * (v + 4) + (r + 1) * 4 + (c + r) * n * v
+}
+
+/// The smallest power of two >= `n` (1 for 0).
+fn pow2_at_least(n: usize) -> u32 {
+    n.max(1).next_power_of_two().min(1 << 16) as u32
+}
+
+/// The SpMM design space for width `n_cols` and `layout`: every point
+/// valid for that layout, none whose column chunk is far wider than the
+/// width (lanes that would idle), in a fixed order.
+pub fn spmm_space(n_cols: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
+    let np = pow2_at_least(n_cols);
+    let mut out = Vec::new();
+    let vecs: &[u32] = match layout {
+        DenseLayout::RowMajor => &[1, 2, 4],
+        DenseLayout::ColMajor => &[1],
+    };
+    // Row-warp: chunk = group vec coarsen in [np / 4, np] (at most 1024),
+    // for small widths also narrower groups (several rows per warp).
+    for group in [1, 2, 4, 8, 16, 32] {
+        for &vec in vecs {
+            for coarsen in [1, 2, 4] {
+                let chunk = group * vec * coarsen;
+                let wide_enough = chunk * 4 >= np.min(128) || chunk >= np;
+                if chunk > np.max(1) || !wide_enough || vec > np {
+                    continue;
+                }
+                if layout == DenseLayout::ColMajor && group < 32 && np >= 32 {
+                    continue;
+                }
+                for unroll in [1, 4] {
+                    out.push(SpmmVariant {
+                        group,
+                        vec,
+                        coarsen,
+                        unroll,
+                        ..SpmmVariant::of(SpmmStrategy::RowWarp)
+                    });
+                }
+            }
+        }
+    }
+    // Nnz-split: 32 lanes over columns, chunk = 32 vec coarsen <= max(np, 32).
+    for items in [4, 16] {
+        for &vec in vecs {
+            for coarsen in [1, 2] {
+                let chunk = 32 * vec * coarsen;
+                if chunk > np.max(32) {
+                    continue;
+                }
+                out.push(SpmmVariant {
+                    items,
+                    vec,
+                    coarsen,
+                    ..SpmmVariant::of(SpmmStrategy::NnzSplit)
+                });
+            }
+        }
+    }
+    // Col-tile: lanes over nonzeros, a register tile of columns.
+    for group in [1, 4, 32] {
+        for tile in [1, 2, 4, 8, 16] {
+            if tile > np || (tile < 4 && np >= 16 * tile) {
+                continue;
+            }
+            for block in [128, 256] {
+                out.push(SpmmVariant {
+                    group,
+                    tile,
+                    block,
+                    unroll: if group == 1 { 1 } else { 2 },
+                    ..SpmmVariant::of(SpmmStrategy::ColTile)
+                });
+            }
+        }
+    }
+    out.retain(|v| v.validate_for(layout).is_ok());
+    out.sort();
+    out.dedup();
+    out
+}

@@ -1,0 +1,567 @@
+//! `cargo xtask bench spmm`: SpMM `Y = A X` (X and Y of n columns), ours vs
+//! cuSPARSE's best CSR algorithm vs the X-row gather floor vs the copy
+//! bandwidth, on one GPU in one process.
+//!
+//! For every matrix, value type, layout and width n, all on the same device
+//! matrix and measured the same way (correctness against the float64
+//! reference on a NaN-poisoned Y first, then CUDA-event timing through
+//! `time_launches`: warm-up, median, rotated X/Y copies when the case's
+//! compulsory bytes fit in L2):
+//!
+//! - **ours**: the winner of the product's measured SpMM search at the
+//!   case's width ([`search`]: `search_spmm` over the SpMM prior's ranking,
+//!   budget `--budget-large` / `--budget-real`), launched through the
+//!   product's `SpmmKernel` API ([`ours`]); the prior's first pick beside it,
+//!   and with `--sweep` the best of the whole space and the untuned fallback;
+//! - **cuSPARSE**: `cusparseSpMM` with every CSR algorithm, preprocessed,
+//!   the fastest correct one kept (an algorithm cuSPARSE refuses for the
+//!   layout or value type is recorded as skipped);
+//! - **floor**: `floor.cu`, the traffic of the X-row gathers in CSR order.
+//!
+//! Writes `<stem>.json` and `<stem>.md` after every matrix (marked partial)
+//! and `<stem>.svg` at the end.
+
+pub mod args;
+pub mod check;
+pub mod floor;
+pub mod ours;
+mod render;
+pub mod report;
+pub mod rowerr;
+mod search;
+pub mod suite;
+mod vendor;
+
+pub use args::SpmmArgs;
+pub use check::random_dense;
+pub use vendor::best_alg;
+
+use crate::common;
+use crate::cusparse_spmm::CusparseSpmm;
+use anyhow::{Context, Result, anyhow};
+use report::{Report, Row, Skipped, derive, summarize};
+use sparserl_rt::dense::DenseLayout;
+use sparserl_rt::{Csr, DeviceCsr, Gpu, Layouts, Scalar, ValueType};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Compulsory bytes of `Y = A X`: `nnz (v + 4) + (rows + 1) 4 + (cols + rows) n v`.
+pub fn compulsory_bytes(a: &Csr, n: usize, value: ValueType) -> u64 {
+    sparserl_rt::spmm::spmm_bytes(a.rows(), a.cols(), a.nnz(), n, value.size())
+}
+
+/// What every case shares.
+struct Ctx {
+    gpu: Gpu,
+    ours: ours::Ours,
+    copy_gbs: f64,
+    reps: u32,
+    floor: bool,
+    sweep: args::SweepArg,
+}
+
+/// One matrix of a suite.
+struct Job<'a> {
+    name: &'a str,
+    class: &'a str,
+    suite: &'static str,
+    csr: &'a Csr,
+}
+
+/// One case: a job at one value type, layout and width.
+struct Case<'a> {
+    job: &'a Job<'a>,
+    n: usize,
+    layout: DenseLayout,
+}
+
+fn new_row(c: &Case, value: ValueType, l2: usize) -> Row {
+    let a = c.job.csr;
+    let bytes = compulsory_bytes(a, c.n, value);
+    Row {
+        matrix: c.job.name.to_string(),
+        class: c.job.class.to_string(),
+        suite: c.job.suite.to_string(),
+        bound: if bytes <= l2 as u64 {
+            "latency"
+        } else {
+            "bandwidth"
+        }
+        .to_string(),
+        rows: a.rows(),
+        cols: a.cols(),
+        nnz: a.nnz(),
+        value: value.as_str().to_string(),
+        layout: c.layout.as_str().to_string(),
+        n: c.n,
+        bytes,
+        ..Row::default()
+    }
+}
+
+/// Rotated X/Y copies: 8 when the case's compulsory bytes fit in L2, else 1.
+fn copies(bytes: u64, l2: usize) -> usize {
+    if bytes <= l2 as u64 { 8 } else { 1 }
+}
+
+/// Runs one case for value type `T`.
+fn run_case<T: Scalar>(ctx: &Ctx, c: &Case) -> Result<Row> {
+    let t0 = Instant::now();
+    let gpu = &ctx.gpu;
+    let csr = c.job.csr;
+    let mut row = new_row(c, T::TYPE, gpu.l2_bytes());
+    let copies = copies(row.bytes, gpu.l2_bytes());
+    let x: Vec<T> = random_dense(csr.cols() * c.n, 0x5e_ed00 + c.n as u64);
+    let mut dref = {
+        let reference = check::Reference::new(csr, &x, c.n, c.layout, None);
+        rowerr::DeviceReference::upload(gpu, &reference)?
+    };
+    let a = DeviceCsr::<T>::upload_with(gpu, csr, Layouts::NONE).context("uploading A")?;
+    let inputs = ours::Inputs {
+        csr,
+        a: &a,
+        x: &x,
+        n: c.n,
+        layout: c.layout,
+        copies,
+        reps: ctx.reps,
+    };
+    let sweep = match ctx.sweep {
+        args::SweepArg::None => false,
+        args::SweepArg::Real => c.job.suite == "real",
+        args::SweepArg::All => true,
+    };
+    ctx.ours.run(gpu, &inputs, &mut dref, &mut row, sweep)?;
+    match CusparseSpmm::new(gpu, &a, &x, c.n, c.layout, copies) {
+        Err(e) => row.cusparse_error = Some(format!("cuSPARSE setup failed: {e:#}")),
+        Ok(mut cs) => {
+            let (algs, best) = best_alg(&mut cs, &mut dref, ctx.reps)?;
+            row.notes.extend(cs.notes().iter().cloned());
+            row.cusparse_algs = algs;
+            match best {
+                Some((alg, us)) => {
+                    row.cusparse_us = Some(us);
+                    row.cusparse_alg = Some(alg.name().to_string());
+                }
+                None => row.cusparse_error = Some(alg_errors(&row)),
+            }
+        }
+    }
+    if ctx.floor {
+        match floor::floor_us(gpu, &a, c.n, c.layout, copies, ctx.reps) {
+            Ok(us) => row.floor_us = us,
+            Err(e) => row.notes.push(format!("floor failed: {e:#}")),
+        }
+    }
+    derive(&mut row, ctx.copy_gbs);
+    row.seconds = t0.elapsed().as_secs_f64();
+    Ok(row)
+}
+
+fn alg_errors(row: &Row) -> String {
+    row.cusparse_algs
+        .iter()
+        .map(|a| {
+            let short = a.alg.strip_prefix("CUSPARSE_SPMM_").unwrap_or(&a.alg);
+            format!("{short}: {}", a.error.as_deref().unwrap_or("not timed"))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The runner: cases, time guard and the report written after every matrix.
+struct Runner {
+    ctx: Ctx,
+    start: Instant,
+    max_seconds: f64,
+    rows: Vec<Row>,
+    skipped: Vec<Skipped>,
+    head: Report,
+    json: PathBuf,
+    md: PathBuf,
+}
+
+impl Runner {
+    fn report(&self, partial: bool) -> Report {
+        Report {
+            rows: self.rows.clone(),
+            summary: summarize(&self.rows, self.skipped.len()),
+            skipped: self.skipped.clone(),
+            elapsed_seconds: self.start.elapsed().as_secs_f64(),
+            partial,
+            ..self.head.clone()
+        }
+    }
+
+    fn write(&self, partial: bool) -> Result<Report> {
+        let r = self.report(partial);
+        std::fs::write(&self.json, serde_json::to_string_pretty(&r)?)
+            .with_context(|| format!("writing {}", self.json.display()))?;
+        std::fs::write(&self.md, render::markdown(&r))
+            .with_context(|| format!("writing {}", self.md.display()))?;
+        Ok(r)
+    }
+
+    /// Mean seconds of a finished case of `suite` (0 before the first).
+    fn typical(&self, suite: &str) -> f64 {
+        let s: Vec<f64> = self
+            .rows
+            .iter()
+            .filter(|r| r.suite == suite)
+            .map(|r| r.seconds)
+            .collect();
+        if s.is_empty() {
+            0.0
+        } else {
+            s.iter().sum::<f64>() / s.len() as f64
+        }
+    }
+
+    fn skip(&mut self, job: &Job, what: String, reason: String) {
+        self.skipped.push(Skipped {
+            matrix: job.name.to_string(),
+            suite: job.suite.to_string(),
+            what,
+            reason,
+        });
+    }
+
+    /// Every case of one matrix; the report is rewritten afterwards.
+    fn run_job(
+        &mut self,
+        job: &Job,
+        values: &[ValueType],
+        layouts: &[DenseLayout],
+        widths: &[usize],
+    ) {
+        for &value in values {
+            for &layout in layouts {
+                for &n in widths {
+                    self.run_one(job, value, layout, n);
+                }
+            }
+        }
+        if let Err(e) = self.write(true) {
+            eprintln!("checkpoint not written: {e:#}");
+        }
+    }
+
+    fn run_one(&mut self, job: &Job, value: ValueType, layout: DenseLayout, n: usize) {
+        let elapsed = self.start.elapsed().as_secs_f64();
+        let what = format!("{value} {layout} n={n}");
+        let typical = self.typical(job.suite);
+        if elapsed + typical > self.max_seconds {
+            let why = format!(
+                "time guard: {elapsed:.0} s elapsed, about {typical:.1} s per case, --max-seconds {}",
+                self.max_seconds
+            );
+            self.skip(job, what, why);
+            return;
+        }
+        let case = Case { job, n, layout };
+        let r = match value {
+            ValueType::F32 => run_case::<f32>(&self.ctx, &case),
+            ValueType::F64 => run_case::<f64>(&self.ctx, &case),
+        };
+        match r {
+            Ok(row) => {
+                render::print_row(&row, self.start.elapsed().as_secs_f64());
+                self.rows.push(row);
+            }
+            Err(e) => {
+                eprintln!("{} {what}: FAILED: {e:#}", job.name);
+                self.skip(job, what, format!("failed: {e:#}"));
+                // A failed launch may leave work queued or the context broken.
+                let _ = self.ctx.gpu.synchronize();
+            }
+        }
+    }
+}
+
+/// A real matrix read in the background: name, class, matrix.
+type Loaded = (String, String, Result<Csr>);
+
+/// Loads the real matrices in a background thread, one message per file
+/// (`--quick`: the first six).
+fn spawn_real_loader(
+    dir: PathBuf,
+    quick: bool,
+) -> Result<(mpsc::Receiver<Loaded>, JoinHandle<()>)> {
+    let mut files = common::mtx_files(&dir)?;
+    if quick {
+        files.truncate(6);
+    }
+    let classes = common::manifest_classes(&dir);
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        for p in files {
+            let name = common::matrix_name(&p);
+            let class = classes
+                .get(&name)
+                .cloned()
+                .unwrap_or_else(|| "unknown".into());
+            let csr = sparserl_rt::mtx::read_matrix_market(&p)
+                .with_context(|| format!("reading {}", p.display()));
+            if tx.send((name, class, csr)).is_err() {
+                break;
+            }
+        }
+    });
+    Ok((rx, h))
+}
+
+type Generated = (suite::GraphSpec, JoinHandle<Result<Csr>>);
+
+/// Starts generating the large graphs, one thread each.
+fn spawn_graphs(args: &SpmmArgs) -> Vec<Generated> {
+    suite::large_graphs(args.quick)
+        .into_iter()
+        .filter(|s| args.keeps(s.name, s.class))
+        .enumerate()
+        .map(|(i, s)| {
+            let s2 = s.clone();
+            (
+                s,
+                std::thread::spawn(move || s2.build(0x5b_a000 + i as u64)),
+            )
+        })
+        .collect()
+}
+
+fn out_dir(args: &SpmmArgs) -> PathBuf {
+    if args.out.is_relative() && args.out == Path::new("target/bench") {
+        common::workspace_root().join(&args.out)
+    } else {
+        args.out.clone()
+    }
+}
+
+/// The GPU, or the error that says there is none.
+pub(crate) fn probe_gpu(what: &str) -> Result<Gpu> {
+    if !sparserl_rt::device::driver_present() {
+        return Err(anyhow!(
+            "no GPU: the CUDA driver library is not present. `{what}` measures kernels and needs \
+             an NVIDIA GPU with its driver and NVRTC; build with `cargo build --release -p xtask` \
+             and run `target/release/xtask {what}` on the GPU machine"
+        ));
+    }
+    Gpu::new(0).map_err(|e| anyhow!("no GPU: {e}. `{what}` needs an NVIDIA GPU"))
+}
+
+/// Runs the command.
+pub fn run(args: SpmmArgs) -> Result<()> {
+    if let Some(json) = &args.render {
+        return render::rerender(json);
+    }
+    let start = Instant::now();
+    let gpu = probe_gpu("bench spmm")?;
+    crate::cusparse::library_status()?;
+    let widths = args.widths();
+    anyhow::ensure!(!widths.is_empty(), "no width to run (--n)");
+    let layouts = args.layout.layouts();
+    let do_large = matches!(args.suite, args::SpmmSuite::Large | args::SpmmSuite::All);
+    let do_real = matches!(args.suite, args::SpmmSuite::Real | args::SpmmSuite::All);
+    let real_values = args.value.types();
+    let gens = if do_large {
+        spawn_graphs(&args)
+    } else {
+        Vec::new()
+    };
+    let real = if do_real {
+        let dir = args
+            .matrices
+            .clone()
+            .unwrap_or_else(crate::bench::default_matrices_dir);
+        println!("real matrices from {}", dir.display());
+        Some(spawn_real_loader(dir, args.quick)?)
+    } else {
+        None
+    };
+    println!(
+        "GPU: {} ({}), L2 {} MB",
+        gpu.name(),
+        gpu.arch(),
+        gpu.l2_bytes() >> 20
+    );
+    let copy_gbs = sparserl_rt::copy_bandwidth_gbs(&gpu)?;
+    println!("copy bandwidth: {copy_gbs:.0} GB/s");
+    let mut values: Vec<ValueType> = vec![ValueType::F32];
+    values.extend(
+        real_values
+            .iter()
+            .filter(|v| do_real && **v != ValueType::F32),
+    );
+    let ours = ours::Ours::new(
+        &gpu,
+        &values,
+        &layouts,
+        &widths,
+        args.sweep_reps,
+        args.finalists,
+        (args.budget_large, args.budget_real),
+    )?;
+    let dir = out_dir(&args);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let head = Report {
+        gpu: gpu.name().to_string(),
+        driver: common::driver_version(),
+        date: common::today(),
+        command: format!(
+            "cargo xtask {}",
+            std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+        ),
+        commit: args.commit.clone(),
+        policy: sparserl_policies::policy_in_use().choice.version(),
+        ours_choice: ours.choice_label(),
+        copy_gbs,
+        l2_bytes: gpu.l2_bytes(),
+        quick: args.quick,
+        ..Report::default()
+    };
+    let mut runner = Runner {
+        ctx: Ctx {
+            gpu,
+            ours,
+            copy_gbs,
+            reps: args.reps,
+            floor: !args.no_floor,
+            sweep: args.sweep,
+        },
+        start,
+        max_seconds: args.max_seconds,
+        rows: Vec::new(),
+        skipped: Vec::new(),
+        head,
+        json: dir.join(format!("{}.json", args.stem)),
+        md: dir.join(format!("{}.md", args.stem)),
+    };
+    run_large(&mut runner, gens, &layouts, &widths);
+    if let Some((rx, handle)) = real {
+        for (name, class, csr) in rx {
+            if !args.keeps(&name, &class) {
+                continue;
+            }
+            run_real(
+                &mut runner,
+                &name,
+                &class,
+                csr,
+                &real_values,
+                &layouts,
+                &widths,
+            );
+        }
+        let _ = handle.join();
+    }
+    finish(&runner, &dir, &args.stem)
+}
+
+fn run_large(r: &mut Runner, gens: Vec<Generated>, layouts: &[DenseLayout], widths: &[usize]) {
+    for (spec, handle) in gens {
+        let csr = match handle.join() {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                r.skipped.push(Skipped {
+                    matrix: spec.name.into(),
+                    suite: "large".into(),
+                    what: "all".into(),
+                    reason: format!("{e:#}"),
+                });
+                continue;
+            }
+            Err(_) => continue,
+        };
+        println!(
+            "large {}: {} x {}, nnz {} ({} order)",
+            spec.name,
+            csr.rows(),
+            csr.cols(),
+            csr.nnz(),
+            spec.order.as_str()
+        );
+        let job = Job {
+            name: spec.name,
+            class: spec.class,
+            suite: "large",
+            csr: &csr,
+        };
+        r.run_job(&job, &[ValueType::F32], layouts, widths);
+    }
+}
+
+fn run_real(
+    r: &mut Runner,
+    name: &str,
+    class: &str,
+    csr: Result<Csr>,
+    values: &[ValueType],
+    layouts: &[DenseLayout],
+    widths: &[usize],
+) {
+    let job_skip = |r: &mut Runner, reason: String| {
+        r.skipped.push(Skipped {
+            matrix: name.into(),
+            suite: "real".into(),
+            what: "all".into(),
+            reason,
+        })
+    };
+    match csr {
+        Err(e) => job_skip(r, format!("{e:#}")),
+        Ok(c) if c.rows() == 0 || c.cols() == 0 || c.nnz() == 0 => job_skip(
+            r,
+            format!(
+                "empty matrix ({} x {}, nnz {})",
+                c.rows(),
+                c.cols(),
+                c.nnz()
+            ),
+        ),
+        Ok(c) => {
+            let job = Job {
+                name,
+                class,
+                suite: "real",
+                csr: &c,
+            };
+            r.run_job(&job, values, layouts, widths);
+        }
+    }
+}
+
+fn finish(runner: &Runner, dir: &Path, stem: &str) -> Result<()> {
+    let report = runner.write(false)?;
+    let svg = dir.join(format!("{stem}.svg"));
+    render::svg(&report, &svg)?;
+    println!();
+    print!("{}", render::summary_md(&report));
+    println!(
+        "\nwrote {}, {}, {} in {:.0} s",
+        runner.json.display(),
+        runner.md.display(),
+        svg.display(),
+        report.elapsed_seconds
+    );
+    anyhow::ensure!(!report.rows.is_empty(), "no case was benchmarked");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compulsory_bytes_follow_the_formula() {
+        let a = Csr::from_triplets(3, 2, &[(0, 0, 1.0), (2, 1, 1.0)]).unwrap();
+        // nnz (v + 4) + (rows + 1) 4 + (cols + rows) n v
+        assert_eq!(
+            compulsory_bytes(&a, 8, ValueType::F32),
+            2 * 8 + 4 * 4 + 5 * 8 * 4
+        );
+        assert_eq!(compulsory_bytes(&a, 1, ValueType::F64), 2 * 12 + 16 + 5 * 8);
+        assert_eq!(copies(10, 100), 8);
+        assert_eq!(copies(1000, 100), 1);
+    }
+}

@@ -1,0 +1,275 @@
+//! The SpMM section of `gpu-check`: `sparserl_rt::spmm::check::check_all`
+//! (every variant of `spmm_space` at several widths, both layouts and value
+//! types, tuned-width and generic entries, plain and `bias-relu`, on the
+//! edge cases and small synthetic families, against float64) plus the same
+//! checks of every variant on the real matrices at a few widths. Writes
+//! `spmm-check.json` and `spmm-check.md`; the sanitizer pass runs the small
+//! form ([`sanitizer_subset`]).
+
+use super::*;
+use sparserl_rt::dense::DenseLayout;
+use sparserl_rt::spmm::check::{CHECK_WIDTHS, SpmmCheckReport, check_all};
+use sparserl_rt::spmm::measure::{SpmmBench, load_ptx_entries};
+use sparserl_rt::spmm::{SpmmEpilogue, SpmmVariant, spmm_space};
+
+/// Widths of the real-matrix part (the built-in part covers seven).
+pub(super) const REAL_WIDTHS: [usize; 1] = [32];
+
+/// Real matrices above this many nonzeros are left to `bench spmm`'s checks
+/// (every variant it measures is checked there at five widths): the check
+/// here downloads and compares every result on the host.
+pub(super) const REAL_MAX_NNZ: usize = 300_000;
+
+/// Widths of the sanitizer subset (on the built-in matrices).
+pub(super) const SANITIZER_WIDTHS: [usize; 2] = [5, 32];
+
+/// Failures listed in the report (all are counted).
+const LISTED: usize = 200;
+
+/// The generator, as the check takes it.
+fn generate(
+    v: &SpmmVariant,
+    value: ValueType,
+    layout: DenseLayout,
+    width: Option<usize>,
+    eps: &[SpmmEpilogue],
+) -> Result<String, String> {
+    sparserl_build::codegen::spmm::generate_spmm(v, value, layout, width, eps)
+        .map(|s| s.source)
+        .map_err(|e| e.to_string())
+}
+
+/// The SpMM section's outcome.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(super) struct SpmmSection {
+    /// Widths of the built-in part.
+    pub(super) widths: Vec<usize>,
+    /// Widths of the real-matrix part.
+    pub(super) real_widths: Vec<usize>,
+    /// Real matrices checked (those with at most `real_max_nnz` nonzeros).
+    pub(super) real_matrices: usize,
+    /// The real matrices' size limit.
+    pub(super) real_max_nnz: usize,
+    /// Checks that passed (each runs the poisoned `beta = 0` and the scaled case).
+    pub(super) passed: usize,
+    /// Checks that failed.
+    pub(super) failed: usize,
+    /// Units compiled by the built-in part.
+    pub(super) compiled: usize,
+    /// The first failures (`what: reason`).
+    pub(super) failures: Vec<String>,
+    /// Seconds.
+    pub(super) seconds: f64,
+}
+
+impl SpmmSection {
+    fn add(&mut self, r: SpmmCheckReport) {
+        self.passed += r.passed;
+        self.failed += r.failures.len();
+        self.compiled += r.compiled;
+        let room = LISTED.saturating_sub(self.failures.len());
+        self.failures.extend(
+            r.failures
+                .into_iter()
+                .take(room)
+                .map(|f| format!("{}: {}", f.what, f.reason)),
+        );
+    }
+
+    fn markdown(&self) -> String {
+        let mut s = format!(
+            "# SpMM check\n\n{} / {} checks passed (built-in edge cases and synthetic families \
+             at N = {:?}; {} real matrices of at most {} nonzeros at N = {:?}; every variant of spmm_space, both \
+             layouts and value types, tuned-width and generic entries, plain and bias-relu, each \
+             on a NaN-poisoned Y with beta = 0 and on alpha = -0.75, beta = 1.5, against float64 \
+             per row), {:.0} s.\n",
+            self.passed,
+            self.passed + self.failed,
+            self.widths,
+            self.real_matrices,
+            self.real_max_nnz,
+            self.real_widths,
+            self.seconds
+        );
+        for f in &self.failures {
+            s += &format!("- {f}\n");
+        }
+        s
+    }
+}
+
+/// The compiled units of the real-matrix part: `(variant, layout, width) -> PTX`.
+type Units = Vec<((SpmmVariant, DenseLayout, usize), Result<String, String>)>;
+
+/// Generates and compiles every unit of `value` at `widths` on all cores.
+fn compile_units(gpu: &Gpu, value: ValueType, widths: &[usize]) -> Units {
+    let mut jobs = Vec::new();
+    for layout in DenseLayout::ALL {
+        for &n in widths {
+            jobs.extend(spmm_space(n, layout).into_iter().map(|v| (v, layout, n)));
+        }
+    }
+    let arch = gpu.arch();
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<Result<String, String>>>> = Mutex::new(vec![None; jobs.len()]);
+    let threads = std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .clamp(1, 16);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(v, layout, n)) = jobs.get(i) else {
+                        break;
+                    };
+                    let r =
+                        generate(&v, value, layout, Some(n), &SpmmEpilogue::ALL).and_then(|src| {
+                            sparserl_rt::nvrtc::compile_ptx(&src, &arch, &[])
+                                .map_err(|e| e.to_string())
+                        });
+                    out.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
+                }
+            });
+        }
+    });
+    let out = out.into_inner().unwrap_or_else(|p| p.into_inner());
+    jobs.into_iter()
+        .zip(out)
+        .map(|(j, r)| (j, r.unwrap_or_else(|| Err("compile worker failed".into()))))
+        .collect()
+}
+
+/// One unit on a real matrix: its four entries (tuned and generic width,
+/// plain and bias-relu) checked on `bench`.
+fn check_real_unit<T: Scalar>(
+    gpu: &Gpu,
+    bench: &SpmmBench<T>,
+    v: &SpmmVariant,
+    ptx: &Result<String, String>,
+    what: &str,
+    report: &mut SpmmCheckReport,
+) -> Result<()> {
+    let (layout, n) = (bench.layout(), bench.n());
+    let f = Some(SpmmEpilogue::BiasRelu);
+    let which = [(Some(n), None), (Some(n), f), (None, None), (None, f)];
+    let tol = tolerance(T::TYPE);
+    let fail = |report: &mut SpmmCheckReport, reason: String| {
+        report.failures.push(sparserl_rt::spmm::check::SpmmFailure {
+            what: what.to_string(),
+            reason,
+        })
+    };
+    let ptx = match ptx {
+        Ok(p) => p,
+        Err(e) => {
+            fail(report, format!("compile: {e}"));
+            return Ok(());
+        }
+    };
+    // SAFETY: the PTX was compiled from the generator's unit for exactly this
+    // variant, value type, layout and width, which holds these entries.
+    let fs = match unsafe { load_ptx_entries(gpu, ptx, v, T::TYPE, layout, &which) } {
+        Ok(fs) => fs,
+        Err(e) => {
+            fail(report, format!("load: {e}"));
+            return Ok(());
+        }
+    };
+    for (fsk, &(w, ep)) in fs.iter().zip(&which) {
+        let entry = format!(
+            "{} {}",
+            w.map_or("generic".into(), |w| format!("n{w}")),
+            ep.map_or("plain", |e| e.as_str())
+        );
+        // SAFETY: the entry of this unit loaded above, for this bench's layout and type.
+        match unsafe { bench.check(fsk, ep) } {
+            Ok(e) if e <= tol => report.passed += 1,
+            Ok(e) => fail(
+                report,
+                format!("{entry}: per-row relative error {e:.3e} above {tol:.0e}"),
+            ),
+            Err(e) if e.is_context_fatal() => bail!("{what} {entry}: device fault: {e}"),
+            Err(e) => fail(report, format!("{entry}: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// Every variant on the real matrices at `widths`, both layouts.
+fn check_real<T: Scalar>(
+    gpu: &Gpu,
+    real: &[&TestMatrix],
+    widths: &[usize],
+) -> Result<SpmmCheckReport> {
+    let mut report = SpmmCheckReport::default();
+    let units = compile_units(gpu, T::TYPE, widths);
+    report.compiled = units.iter().filter(|u| u.1.is_ok()).count();
+    let opts = sparserl_rt::MeasureOptions {
+        x_copies: 1,
+        ..Default::default()
+    };
+    for m in real {
+        for layout in DenseLayout::ALL {
+            for &n in widths {
+                let bench = SpmmBench::<T>::new(gpu, &m.csr, n, layout, &opts)?;
+                for ((v, _, _), ptx) in units.iter().filter(|u| u.0.1 == layout && u.0.2 == n) {
+                    let what = format!("{} {} {layout} N={n} on {}", v.id(), T::TYPE, m.name);
+                    check_real_unit(gpu, &bench, v, ptx, &what, &mut report)?;
+                }
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// The whole SpMM section; writes `spmm-check.json` / `.md` into `out`.
+pub(super) fn run(gpu: &Gpu, matrices: &[TestMatrix], out: &Path) -> Result<SpmmSection> {
+    let t0 = Instant::now();
+    let mut s = SpmmSection {
+        widths: CHECK_WIDTHS.to_vec(),
+        real_widths: REAL_WIDTHS.to_vec(),
+        real_max_nnz: REAL_MAX_NNZ,
+        ..SpmmSection::default()
+    };
+    println!(
+        "spmm check: every variant at N = {:?} on the built-in matrices ...",
+        CHECK_WIDTHS
+    );
+    s.add(check_all(gpu, &generate, &CHECK_WIDTHS).map_err(|e| anyhow!("spmm check: {e}"))?);
+    let real: Vec<&TestMatrix> = matrices
+        .iter()
+        .filter(|m| m.source == "real" && m.csr.nnz() <= REAL_MAX_NNZ)
+        .collect();
+    s.real_matrices = real.len();
+    println!(
+        "spmm check: every variant at N = {REAL_WIDTHS:?} on {} real matrices (nnz <= {REAL_MAX_NNZ}) ...",
+        real.len()
+    );
+    s.add(check_real::<f32>(gpu, &real, &REAL_WIDTHS)?);
+    s.add(check_real::<f64>(gpu, &real, &REAL_WIDTHS)?);
+    s.seconds = t0.elapsed().as_secs_f64();
+    std::fs::write(
+        out.join("spmm-check.json"),
+        serde_json::to_string_pretty(&s)? + "\n",
+    )?;
+    std::fs::write(out.join("spmm-check.md"), s.markdown())?;
+    println!(
+        "spmm check: {} / {} passed in {:.0} s; wrote {}",
+        s.passed,
+        s.passed + s.failed,
+        s.seconds,
+        out.join("spmm-check.md").display()
+    );
+    Ok(s)
+}
+
+/// The sanitizer subset: [`check_all`] at [`SANITIZER_WIDTHS`] on the
+/// built-in matrices; `(passed, failed)`.
+pub(super) fn sanitizer_subset(gpu: &Gpu) -> Result<(usize, usize)> {
+    let r = check_all(gpu, &generate, &SANITIZER_WIDTHS).map_err(|e| anyhow!("spmm check: {e}"))?;
+    for f in r.failures.iter().take(20) {
+        println!("spmm wrong result: {}: {}", f.what, f.reason);
+    }
+    Ok((r.passed, r.failures.len()))
+}
