@@ -5,6 +5,14 @@ use thiserror::Error;
 /// Why a set of CSR arrays is not a valid matrix.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum CsrError {
+    /// A vector multiplied with the matrix has the wrong length.
+    #[error("x has {found} entries, expected cols = {expected}")]
+    XLength {
+        /// The matrix's columns.
+        expected: usize,
+        /// The vector's length.
+        found: usize,
+    },
     /// `indptr` has the wrong length.
     #[error("indptr has {found} entries, expected rows + 1 = {expected}")]
     IndptrLength {
@@ -246,10 +254,16 @@ impl Csr {
         (self.indptr[r + 1] - self.indptr[r]) as usize
     }
 
-    /// `y = A x` in float64 on the CPU: the correctness reference.
-    pub fn spmv_f64(&self, x: &[f64]) -> Vec<f64> {
-        assert_eq!(x.len(), self.cols, "x length must equal cols");
-        (0..self.rows)
+    /// `y = A x` in float64 on the CPU: the correctness reference
+    /// ([`CsrError::XLength`] unless `x` has `cols` entries).
+    pub fn spmv_f64(&self, x: &[f64]) -> Result<Vec<f64>, CsrError> {
+        if x.len() != self.cols {
+            return Err(CsrError::XLength {
+                expected: self.cols,
+                found: x.len(),
+            });
+        }
+        Ok((0..self.rows)
             .map(|r| {
                 let (a, b) = (self.indptr[r] as usize, self.indptr[r + 1] as usize);
                 self.indices[a..b]
@@ -258,7 +272,7 @@ impl Csr {
                     .map(|(&c, &v)| v * x[c as usize])
                     .sum()
             })
-            .collect()
+            .collect())
     }
 
     /// Compulsory bytes of one SpMV with values of `value_size` bytes and 4-byte
@@ -281,7 +295,14 @@ mod tests {
         assert_eq!(m.indptr(), &[0, 2, 3]);
         assert_eq!(m.indices(), &[0, 2, 1]);
         assert_eq!(m.values(), &[2.0, 4.0, 4.0]);
-        assert_eq!(m.spmv_f64(&[1.0, 1.0, 1.0]), vec![6.0, 4.0]);
+        assert_eq!(m.spmv_f64(&[1.0, 1.0, 1.0]).unwrap(), vec![6.0, 4.0]);
+        assert!(matches!(
+            m.spmv_f64(&[1.0, 1.0]),
+            Err(CsrError::XLength {
+                expected: 3,
+                found: 2
+            })
+        ));
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //! column offsets `col - row` ([`crate::narrow`]).
 
 use crate::csr::Csr;
-use crate::device::{DeviceCsr, DeviceVec, Gpu, Layouts, Scalar};
+use crate::device::{DeviceCsr, DeviceVec, FnKey, Gpu, Layouts, Scalar};
 use crate::epilogue::Epilogue;
 use crate::error::RtError;
 use crate::features::Features;
@@ -54,7 +54,7 @@ pub enum Dispatch {
 /// are always used as tuned; so are diagonal variants, whose speed depends on
 /// the layout's padding rather than on row lengths, and binned variants,
 /// which split long rows by construction (a matrix without the layout falls
-/// back in [`resolve`]). A row-mapped variant falls back when the matrix
+/// back in `resolve_entry`). A row-mapped variant falls back when the matrix
 /// is far from [`KernelSpec::tuned_for`] by any of these rules (`t` = tuned,
 /// `m` = matrix):
 ///
@@ -122,15 +122,26 @@ fn warn_fallback_once(name: &'static str, reason: &str) {
 
 /// Loads `entry` on `gpu` from `image` (a cubin loads as is, PTX is compiled
 /// by the driver), or compiles `source` with NVRTC when nothing was compiled
-/// at build time ([`RtError::NotCompiled`] on failure). Cached per entry.
-pub fn load_entry(
+/// at build time ([`RtError::NotCompiled`] on failure). Cached per `Gpu`
+/// under the address of the `'static` image (or source) and the entry name:
+/// no PTX loaded through [`Gpu::function_or_load`] can take its place.
+pub(crate) fn load_entry(
     gpu: &Gpu,
     kernel: &str,
-    entry: &str,
+    entry: &'static str,
     image: Option<Image>,
-    source: &str,
+    source: &'static str,
 ) -> Result<CudaFunction, RtError> {
-    gpu.function_or_load_module(entry, || match image {
+    let key = match image {
+        Some(Image::Cubin { bytes, .. }) => FnKey::image(bytes, entry),
+        Some(Image::Ptx { text, .. }) => FnKey::image(text.as_bytes(), entry),
+        None => FnKey::Source {
+            addr: source.as_ptr() as usize,
+            len: source.len(),
+            entry,
+        },
+    };
+    gpu.load_keyed(key, entry, || match image {
         Some(Image::Cubin { bytes, .. }) => Ok(Ptx::from_binary(bytes.to_vec())),
         Some(Image::Ptx { text, .. }) => Ok(Ptx::from_src(text)),
         #[cfg(feature = "jit")]
@@ -154,23 +165,14 @@ pub fn load_entry(
     })
 }
 
-/// The function and variant to launch for `spec` on a matrix with `features`,
-/// after [`dispatch`] (warning once per kernel when it falls back).
+/// The function and variant to launch for `spec` on a matrix with
+/// `features`, after [`dispatch`] (warning once per kernel when it falls
+/// back), for the plain entry (`epilogue` `None`) or a fused one;
 /// `has_layout` says whether the matrix holds the layout the tuned variant
-/// reads ([`Strategy::needs_layout`]); without it the fallback runs.
-pub fn resolve(
-    gpu: &Gpu,
-    spec: &KernelSpec,
-    features: &Features,
-    has_layout: bool,
-) -> Result<(CudaFunction, Variant), RtError> {
-    resolve_entry(gpu, spec, features, has_layout, true, None)
-}
-
-/// [`resolve`] for the plain entry (`epilogue` `None`) or a fused one;
+/// reads ([`Strategy::needs_layout`]; without it the fallback runs);
 /// `has_csr` false (a matrix holding only its layout) keeps the tuned
 /// variant even where dispatch would prefer the fallback, which needs CSR.
-pub fn resolve_entry(
+pub(crate) fn resolve_entry(
     gpu: &Gpu,
     spec: &KernelSpec,
     features: &Features,
@@ -339,7 +341,7 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
             reason: "the matrix was uploaded without its CSR arrays (Layouts::csr = false)".into(),
         });
     }
-    let stream = gpu.stream();
+    let stream = gpu.enqueue("an SpMV launch")?;
     if variant.needs_zeroed_y() {
         stream.memset_zeros(y)?;
     }
@@ -738,9 +740,9 @@ pub(crate) fn spmv_fused_unpublished<T: Scalar>(
     // right types: x for w, the scalar's buffer for coef, and so on.
     let spare = gpu.spare();
     let ep = EpArgs {
-        coef: coefs.map_or_else(|| dot.map_or(&spare.0, |d| &d.buf), |c| &c.buf),
+        coef: coefs.map_or_else(|| dot.map_or(&spare.0, |d| &*d.buf), |c| &*c.buf),
         w: w.map_or(x.as_slice(), |w| w.as_slice()),
-        dot: dot.map_or(&spare.0, |d| &d.buf),
+        dot: dot.map_or(&spare.0, |d| &*d.buf),
     };
     let w_is_x = w.is_none_or(|w| std::ptr::eq(w, x));
     crate::renumber::launch(

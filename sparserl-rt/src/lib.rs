@@ -34,6 +34,7 @@ pub mod synth;
 pub mod tiled;
 pub use features::Features;
 pub use kernel::{ArchPtx, Image, KernelSpec, Provenance, TunedFor, arch_number};
+mod capture;
 pub mod device;
 pub mod epilogue;
 pub mod error;
@@ -45,6 +46,7 @@ pub mod measure;
 #[cfg(feature = "jit")]
 pub mod nvrtc;
 pub mod ops;
+mod pin;
 pub mod renumber;
 pub mod reorder;
 pub mod scalar;

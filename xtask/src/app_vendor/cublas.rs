@@ -63,7 +63,9 @@ pub(super) struct Blas {
 impl Blas {
     pub(super) fn new(gpu: &Gpu) -> Result<Self> {
         blas_library_status()?;
-        gpu.context()
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        unsafe { gpu.context() }
             .bind_to_thread()
             .context("binding the CUDA context")?;
         let mut handle: blas::cublasHandle_t = std::ptr::null_mut();
@@ -79,7 +81,9 @@ impl Blas {
             mode: Cell::new(Mode::Host),
             workspace: None,
         };
-        let stream = gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { gpu.stream() };
         // SAFETY: `handle` is live; the stream belongs to the current context
         // and outlives the handle (`me` holds the Gpu, Drop destroys the
         // handle first).
@@ -165,7 +169,9 @@ impl Blas {
             "dot: vectors shorter than {n}"
         );
         let len = c_len(n)?;
-        let stream = self.gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() };
         let res: *mut c_void = match out {
             Out::Host(r) => {
                 self.require(Mode::Host)?;
@@ -224,7 +230,9 @@ impl Blas {
             "axpy: vectors shorter than {n}"
         );
         let len = c_len(n)?;
-        let stream = self.gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() };
         let mut keep = T::default();
         let ap = self.input_ptr(alpha, &mut keep)?;
         let (xp, _gx) = x.device_ptr(stream);
@@ -268,7 +276,9 @@ impl Blas {
     ) -> Result<()> {
         ensure!(x.len() >= n, "scal: vector shorter than {n}");
         let len = c_len(n)?;
-        let stream = self.gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() };
         let mut keep = T::default();
         let ap = self.input_ptr(alpha, &mut keep)?;
         let (xp, _gx) = x.device_ptr_mut(stream);
@@ -290,8 +300,12 @@ impl Blas {
 
 impl Drop for Blas {
     fn drop(&mut self) {
-        let _ = self.gpu.stream().synchronize();
-        let _ = self.gpu.context().bind_to_thread();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let _ = unsafe { self.gpu.stream() }.synchronize();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let _ = unsafe { self.gpu.context() }.bind_to_thread();
         if !self.handle.is_null() {
             // SAFETY: created by cublasCreate, destroyed once; queued work
             // has finished. The workspace is freed afterwards (field drop).
