@@ -355,7 +355,7 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
                 .into(),
         })?;
         (
-            binned_grid(variant, a.rows(), b.chunks),
+            binned_grid(variant, a.rows(), b.chunks)?,
             Some((&b.meta, &b.scratch)),
         )
     } else if variant.strategy == Strategy::Tiled {
@@ -368,7 +368,7 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
             Some((&t.meta, &t.scratch)),
         )
     } else {
-        (variant.grid(a.rows(), a.nnz()), None)
+        (variant.grid(a.rows(), a.nnz())?, None)
     };
     let cfg = LaunchConfig {
         grid_dim: (grid, 1, 1),
@@ -379,8 +379,17 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
     let (rows, cols, nnz) = (a.rows() as i32, a.cols() as i32, a.nnz() as i32);
     // At most MAX_DIAGONALS (64).
     let ndiag = a.diagonals().map_or(0, |d| d.diagonals as i32);
-    // At most i32::MAX (the layout is built only when its elements fit).
-    let slots = a.sell().map_or(0, |l| l.slots as i32);
+    // The layout is built only when 2 x slots fits an `int`; checked again.
+    let slots = match a.sell() {
+        Some(l) => i32::try_from(l.slots).map_err(|_| RtError::LayoutUnavailable {
+            variant: variant.id(),
+            reason: format!(
+                "{} SELL-C-sigma slots exceed the kernels' int range",
+                l.slots
+            ),
+        })?,
+        None => 0,
+    };
     let mut builder = stream.launch_builder(func);
     if variant.strategy == Strategy::Diagonal {
         let dia = a.diagonals().ok_or_else(|| RtError::LayoutUnavailable {
@@ -478,12 +487,13 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
 
 /// Grid of a binned launch: the short-row blocks of [`Variant::grid`] plus
 /// one warp per chunk of long rows, at most 4096 long-row blocks (their
-/// warps loop over the chunks).
-pub fn binned_grid(variant: &Variant, rows: usize, chunks: usize) -> u32 {
-    let short = variant.grid(rows, 0) as usize;
+/// warps loop over the chunks); an error for an invalid variant (see
+/// [`Variant::grid`]).
+pub fn binned_grid(variant: &Variant, rows: usize, chunks: usize) -> Result<u32, RtError> {
+    let short = variant.grid(rows, 0)? as usize;
     let warps_per_block = (variant.block as usize / 32).max(1);
     let long = chunks.div_ceil(warps_per_block).clamp(1, 4096);
-    (short + long).min(i32::MAX as usize) as u32
+    Ok((short + long).min(i32::MAX as usize) as u32)
 }
 
 /// A declared kernel of the generated module: `y = A x` with a build-time
@@ -497,17 +507,8 @@ pub fn binned_grid(variant: &Variant, rows: usize, chunks: usize) -> u32 {
 /// kernel ABI: an implementation must return a spec whose entries (plain,
 /// fallback and fused) are kernels of that ABI for its value type, variant
 /// and epilogues, as `sparserl-build` generates them. Implementing it by
-/// hand for foreign PTX is `unsafe` for that reason:
-///
-/// ```compile_fail,E0200
-/// struct Foreign;
-/// impl sparserl_rt::SpmvKernel for Foreign {
-///     type Value = f32;
-///     fn spec(&self) -> &'static sparserl_rt::KernelSpec {
-///         std::process::abort()
-///     }
-/// }
-/// ```
+/// hand for foreign PTX is `unsafe` for that reason (a plain `impl` is
+/// rejected with E0200: `tests/ui/spmv_kernel_impl_needs_unsafe.rs`).
 ///
 /// ```no_run
 /// use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Gpu, RtError, SpmvKernel};

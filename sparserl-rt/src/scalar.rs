@@ -87,7 +87,8 @@ impl DeviceScalar {
 /// value the launch's dot scalar holds when the kernel starts (the
 /// `axpby-dot` epilogue then replaces it with `w . y`: PageRank's dangling
 /// mass carried from one iteration to the next without another kernel);
-/// `gamma_dot` is 0 unless set with [`DeviceCoefs::with_gamma_dot`]. On the
+/// `gamma_dot` is 0 unless set with [`DeviceCoefs::with_gamma_dot`] or
+/// [`DeviceCoefs::set_all`] ([`DeviceCoefs::set`] keeps it). On the
 /// device so that kernels (and CUDA-graph replays) read the values current
 /// when they run.
 pub struct DeviceCoefs {

@@ -634,10 +634,19 @@ mod tests {
     }
 
     #[test]
-    fn default_options_are_sane() {
+    fn chunks_are_bounded_and_capped_by_the_iterations() {
+        for bad in [0, MAX_CHUNK + 1, usize::MAX] {
+            let err = chunk_of(bad, 100).unwrap_err().to_string();
+            assert!(err.contains(&format!("got {bad}")), "{err}");
+        }
+        assert_eq!(chunk_of(MAX_CHUNK, usize::MAX).unwrap(), MAX_CHUNK);
+        // Never more iterations captured than may run.
+        assert_eq!(chunk_of(500, 7).unwrap(), 7);
+        assert_eq!(chunk_of(25, 0).unwrap(), 1);
+        // The defaults are accepted as they are.
         let c = CgOptions::default();
-        assert!(c.tol > 0.0 && c.max_iters > 0 && c.chunk > 0);
+        assert_eq!(chunk_of(c.chunk, c.max_iters).unwrap(), c.chunk);
         let p = PageRankOptions::default();
-        assert!((0.0..1.0).contains(&p.damping) && p.chunk > 0);
+        assert_eq!(chunk_of(p.chunk, p.max_iters).unwrap(), p.chunk);
     }
 }
