@@ -97,7 +97,7 @@ fn cg(gpu: &Gpu) -> Result<()> {
     );
     // b = A x_true for a smooth x_true.
     let x_true: Vec<f64> = (0..rows).map(|i| ((i % 97) as f64 / 97.0).sin()).collect();
-    let b = a.spmv_f64(&x_true);
+    let b = a.spmv_f64(&x_true)?;
     let db = DeviceVec::from_host(gpu, &b)?;
     let mut dx = DeviceVec::<f64>::zeros(gpu, rows)?;
     let mut cg = Cg::new(gpu, &k, &da, None)?;
@@ -119,7 +119,7 @@ fn cg(gpu: &Gpu) -> Result<()> {
     let rep = cg.solve(gpu, &da, &db, &mut dx, &opts)?;
     // True residual, computed on the CPU in float64.
     let x = dx.to_host(gpu)?;
-    let ax = a.spmv_f64(&x);
+    let ax = a.spmv_f64(&x)?;
     let bnorm = b.iter().map(|v| v * v).sum::<f64>().sqrt();
     let res: f64 = ax
         .iter()
@@ -253,7 +253,7 @@ fn power_bus(gpu: &Gpu) -> Result<()> {
     let mut dy = DeviceVec::<f64>::zeros(gpu, a.rows())?;
     k.spmv(gpu, &da, &dx, &mut dy)?;
     let y = dy.to_host(gpu)?;
-    let reference = a.spmv_f64(&x);
+    let reference = a.spmv_f64(&x)?;
     let err = sparserl_rt::measure::rel_err(&y, &reference);
     println!("1138_bus: relative error vs CPU float64 {err:.2e}");
     let us = time_spmv(&k, gpu, &da, &dx, &mut dy, 200)?;

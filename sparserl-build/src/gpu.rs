@@ -189,15 +189,19 @@ pub fn load_variant_with<T: Scalar>(
                 epilogue: e,
             })?,
     };
-    gpu.function_or_load(&entry, || {
+    let compile = || {
         let opts: Vec<String> = crate::builder::COMPILE_OPTIONS
             .iter()
             .map(|s| s.to_string())
             .collect();
         sparserl_rt::nvrtc::compile_ptx(&src.source, &gpu.arch(), &opts)
             .map_err(|e| RtError::Compile(e.to_string()))
-    })
-    .map_err(GpuError::Load)
+    };
+    // SAFETY: the generator names every entry after its variant, value type
+    // and epilogue, so one name is always the same code (this generator's,
+    // compiled with the build's options); the function is launched only
+    // through `Bench`'s unsafe methods for that variant.
+    unsafe { gpu.function_or_load(&entry, compile) }.map_err(GpuError::Load)
 }
 
 /// Measurement source over the samples of one pattern on one GPU.

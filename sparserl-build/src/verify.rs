@@ -194,7 +194,10 @@ fn check_typed<T: Scalar>(
 }
 
 fn load(gpu: &Gpu, image: Ptx, label: &str) -> Result<Arc<CudaModule>, VerifyError> {
-    gpu.context()
+    // SAFETY: the context only loads the module image the build embeds; the
+    // module is not registered under any name, and its functions are
+    // launched through `Bench::check`, on this Gpu's stream, in its order.
+    unsafe { gpu.context() }
         .load_module(image)
         .map_err(|e| VerifyError::Load {
             image: label.to_string(),

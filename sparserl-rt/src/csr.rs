@@ -5,6 +5,14 @@ use thiserror::Error;
 /// Why a set of CSR arrays is not a valid matrix.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum CsrError {
+    /// A vector multiplied with the matrix has the wrong length.
+    #[error("x has {found} entries, expected cols = {expected}")]
+    XLength {
+        /// The matrix's columns.
+        expected: usize,
+        /// The vector's length.
+        found: usize,
+    },
     /// `indptr` has the wrong length.
     #[error("indptr has {found} entries, expected rows + 1 = {expected}")]
     IndptrLength {
@@ -256,10 +264,16 @@ impl Csr {
         (self.indptr[r + 1] - self.indptr[r]) as usize
     }
 
-    /// `y = A x` in float64 on the CPU: the correctness reference.
-    pub fn spmv_f64(&self, x: &[f64]) -> Vec<f64> {
-        assert_eq!(x.len(), self.cols, "x length must equal cols");
-        (0..self.rows)
+    /// `y = A x` in float64 on the CPU: the correctness reference
+    /// ([`CsrError::XLength`] unless `x` has `cols` entries).
+    pub fn spmv_f64(&self, x: &[f64]) -> Result<Vec<f64>, CsrError> {
+        if x.len() != self.cols {
+            return Err(CsrError::XLength {
+                expected: self.cols,
+                found: x.len(),
+            });
+        }
+        Ok((0..self.rows)
             .map(|r| {
                 let (a, b) = (self.indptr[r] as usize, self.indptr[r + 1] as usize);
                 self.indices[a..b]
@@ -268,7 +282,7 @@ impl Csr {
                     .map(|(&c, &v)| v * x[c as usize])
                     .sum()
             })
-            .collect()
+            .collect())
     }
 
     /// `Y = A X` in float64 on the CPU, the SpMM correctness reference: `x`
@@ -330,7 +344,14 @@ mod tests {
         assert_eq!(m.indptr(), &[0, 2, 3]);
         assert_eq!(m.indices(), &[0, 2, 1]);
         assert_eq!(m.values(), &[2.0, 4.0, 4.0]);
-        assert_eq!(m.spmv_f64(&[1.0, 1.0, 1.0]), vec![6.0, 4.0]);
+        assert_eq!(m.spmv_f64(&[1.0, 1.0, 1.0]).unwrap(), vec![6.0, 4.0]);
+        assert!(matches!(
+            m.spmv_f64(&[1.0, 1.0]),
+            Err(CsrError::XLength {
+                expected: 3,
+                found: 2
+            })
+        ));
     }
 
     #[test]
@@ -390,7 +411,7 @@ mod tests {
         let x1 = [1.0, -2.0, 3.0, 0.25];
         assert_eq!(
             m.spmm_f64(&x1, 1, DenseLayout::RowMajor).unwrap(),
-            m.spmv_f64(&x1)
+            m.spmv_f64(&x1).unwrap()
         );
         assert!(matches!(
             m.spmm_f64(&x1, 2, DenseLayout::RowMajor),

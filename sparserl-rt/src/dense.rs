@@ -7,12 +7,11 @@
 //! that created it and every launch refuses it on another
 //! ([`RtError::ForeignOperand`]).
 
-use crate::device::{DeviceVec, Gpu, Scalar, check_owner};
+use crate::device::{DeviceVec, Gpu, Scalar};
 use crate::error::RtError;
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::CudaSlice;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::sync::Arc;
 
 /// Storage order of a dense matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -111,13 +110,15 @@ pub fn dense_len(
 }
 
 /// A dense matrix on the device, tied to the [`Gpu`] that created it.
+///
+/// Its storage is a [`DeviceVec`], so it shares the vector's ownership
+/// rules: launches check its owner and pin it into a graph being captured.
 pub struct DeviceDense<T: Scalar> {
-    buf: CudaSlice<T>,
+    data: DeviceVec<T>,
     rows: usize,
     cols: usize,
     layout: DenseLayout,
     ld: usize,
-    stream: Arc<CudaStream>,
 }
 
 impl<T: Scalar> fmt::Debug for DeviceDense<T> {
@@ -154,15 +155,8 @@ impl<T: Scalar> DeviceDense<T> {
         ld: usize,
     ) -> Result<Self, RtError> {
         let len = dense_len(rows, cols, layout, ld)?;
-        gpu.check_not_capturing("DeviceDense::zeros")?;
-        Ok(DeviceDense {
-            buf: gpu.stream().alloc_zeros::<T>(len.max(1))?,
-            rows,
-            cols,
-            layout,
-            ld,
-            stream: gpu.stream().clone(),
-        })
+        let data = DeviceVec::zeros(gpu, len)?;
+        Self::from_vec(gpu, data, rows, cols, layout, ld)
     }
 
     /// Copies a packed host matrix (`rows * cols` values in `layout`, leading
@@ -207,27 +201,23 @@ impl<T: Scalar> DeviceDense<T> {
                 found: v.len(),
             });
         }
-        let (buf, stream) = v.into_parts();
         Ok(DeviceDense {
-            buf,
+            data: v,
             rows,
             cols,
             layout,
             ld,
-            stream,
         })
     }
 
     /// Copies the matrix back to the host (waits for queued work), packed
     /// in its layout (`rows * cols` values, padding dropped).
     pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<T>, RtError> {
-        self.check_gpu(gpu, "the dense matrix")?;
-        gpu.check_not_capturing("DeviceDense::to_host")?;
-        let raw = gpu.stream().clone_dtoh(&self.buf)?;
-        let (inner, outer) = match self.layout {
-            DenseLayout::RowMajor => (self.cols, self.rows),
-            DenseLayout::ColMajor => (self.rows, self.cols),
-        };
+        let raw = self.data.to_host(gpu)?;
+        let (inner, outer) = self.inner_outer();
+        if inner == 0 || outer == 0 {
+            return Ok(Vec::new());
+        }
         let mut out = Vec::with_capacity(inner * outer);
         for o in 0..outer {
             out.extend_from_slice(&raw[o * self.ld..o * self.ld + inner]);
@@ -238,7 +228,6 @@ impl<T: Scalar> DeviceDense<T> {
     /// Overwrites the matrix with packed host data (same shape as [`DeviceDense::from_host`]).
     pub fn copy_from_host(&mut self, gpu: &Gpu, data: &[T]) -> Result<(), RtError> {
         self.check_gpu(gpu, "the dense matrix")?;
-        gpu.check_not_capturing("DeviceDense::copy_from_host")?;
         let packed = self.rows * self.cols;
         if data.len() != packed {
             return Err(RtError::DimensionMismatch {
@@ -250,17 +239,23 @@ impl<T: Scalar> DeviceDense<T> {
         if packed == 0 {
             return Ok(());
         }
-        let inner = self.layout.packed_ld(self.rows, self.cols);
-        if inner == self.ld {
-            gpu.stream().memcpy_htod(data, &mut self.buf)?;
-            return Ok(());
+        let (inner, _) = self.inner_outer();
+        if inner == self.ld && packed == self.data.len() {
+            return self.data.copy_from_host(gpu, data);
         }
-        let mut raw = gpu.stream().clone_dtoh(&self.buf)?;
+        let mut raw = self.data.to_host(gpu)?;
         for (o, chunk) in data.chunks(inner).enumerate() {
             raw[o * self.ld..o * self.ld + inner].copy_from_slice(chunk);
         }
-        gpu.stream().memcpy_htod(&raw, &mut self.buf)?;
-        Ok(())
+        self.data.copy_from_host(gpu, &raw)
+    }
+
+    /// (elements of one row or column in storage order, number of them).
+    fn inner_outer(&self) -> (usize, usize) {
+        match self.layout {
+            DenseLayout::RowMajor => (self.cols, self.rows),
+            DenseLayout::ColMajor => (self.rows, self.cols),
+        }
     }
 
     /// Number of rows.
@@ -281,20 +276,21 @@ impl<T: Scalar> DeviceDense<T> {
         self.ld
     }
 
-    /// [`RtError::ForeignOperand`] (naming `what`) unless this matrix belongs to `gpu`.
+    /// [`RtError::ForeignOperand`] (naming `what`) unless this matrix belongs
+    /// to `gpu`; inside a capture it also pins the matrix into the graph.
     pub fn check_gpu(&self, gpu: &Gpu, what: &'static str) -> Result<(), RtError> {
-        check_owner(gpu, &self.stream, what)
+        self.data.check_gpu(gpu, what)
     }
 
     /// The device buffer (at least one element, and at least the elements
     /// its shape occupies).
     pub(crate) fn as_slice(&self) -> &CudaSlice<T> {
-        &self.buf
+        self.data.as_slice()
     }
 
     /// The device buffer, mutably.
     pub(crate) fn as_mut_slice(&mut self) -> &mut CudaSlice<T> {
-        &mut self.buf
+        self.data.as_mut_slice()
     }
 }
 

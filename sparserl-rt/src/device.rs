@@ -1,327 +1,25 @@
 //! Device side: the GPU context, uploaded matrices and vectors.
 //!
 //! All device work of one [`Gpu`] goes through a single CUDA stream, so
-//! operations are ordered without extra synchronization.
+//! operations are ordered without extra synchronization. Every device
+//! buffer is a [`Shared`](crate::pin) allocation that captured graphs pin.
 
 use crate::csr::Csr;
-use crate::error::{RtError, is_sticky};
+use crate::error::RtError;
 use crate::features::Features;
+use crate::pin::Shared;
 use crate::variant::ValueType;
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError,
-    ValidAsZeroBits, sys,
-};
-use cudarc::nvrtc::Ptx;
-use std::collections::HashMap;
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub use crate::layouts::Layouts;
 
+mod gpu;
 mod parts;
+pub(crate) use gpu::FnKey;
+pub use gpu::{DEFAULT_L2_BYTES, Gpu, driver_present};
 pub use parts::{DeviceBinned, DeviceDia, DeviceSell, DeviceTiled};
-
-/// L2 size assumed when the driver does not report one (H100/H200: 50 MB).
-pub const DEFAULT_L2_BYTES: usize = 50 * 1000 * 1000;
-
-/// Whether the CUDA driver library can be loaded on this machine.
-pub fn driver_present() -> bool {
-    // SAFETY: `is_culib_present` only tries to open the driver library with
-    // `dlopen`/`LoadLibrary` and drops it again; it calls no CUDA function.
-    unsafe { sys::is_culib_present() }
-}
-
-/// One CUDA device: context, the stream all SparseRL work runs on, and a
-/// registry of loaded kernel functions.
-///
-/// Cloning is cheap and shares the context, stream and registry.
-///
-/// Event tracking between streams is disabled for this context (everything
-/// runs on [`Gpu::stream`]); if you enqueue work on buffers of this `Gpu`
-/// from another stream, synchronize yourself.
-#[derive(Clone)]
-pub struct Gpu {
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    functions: Arc<Mutex<HashMap<String, CudaFunction>>>,
-    /// Modules of sparserl-rt's own precompiled kernels, by key.
-    modules: Arc<Mutex<HashMap<&'static str, Arc<CudaModule>>>>,
-    name: Arc<str>,
-    cc: (i32, i32),
-    l2_bytes: usize,
-    sm_count: usize,
-    /// Set while [`Gpu::capture`](crate::graph) records the stream.
-    capturing: Arc<AtomicBool>,
-    /// Small buffers passed for kernel parameters a launch does not use.
-    spare: Arc<(CudaSlice<f64>, CudaSlice<u32>)>,
-}
-
-impl fmt::Debug for Gpu {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Gpu")
-            .field("ordinal", &self.ctx.ordinal())
-            .field("name", &self.name)
-            .field("arch", &self.arch())
-            .finish()
-    }
-}
-
-impl Gpu {
-    /// Opens device `ordinal` (0 for the first GPU).
-    ///
-    /// Returns [`RtError::NoDriver`] when the CUDA driver library is missing
-    /// and [`RtError::NoDevice`] when the device does not exist; never panics
-    /// for lack of a GPU.
-    pub fn new(ordinal: usize) -> Result<Gpu, RtError> {
-        if !driver_present() {
-            return Err(RtError::NoDriver);
-        }
-        let count = match CudaContext::device_count() {
-            Ok(n) => n.max(0) as usize,
-            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE => 0,
-            Err(e) => return Err(e.into()),
-        };
-        if ordinal >= count {
-            return Err(RtError::NoDevice { ordinal, count });
-        }
-        let ctx = CudaContext::new(ordinal)?;
-        // SAFETY: every buffer created through this `Gpu` is allocated, used
-        // and freed on the single stream created below, so stream order alone
-        // guarantees that no buffer is used before it is written or after it
-        // is freed; per-buffer events are not needed (and would be recorded
-        // inside CUDA graph captures otherwise).
-        unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream()?;
-        let name: Arc<str> = ctx.name()?.into();
-        let cc = ctx.compute_capability()?;
-        let l2_bytes = ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
-            .ok()
-            .filter(|&b| b > 0)
-            .map_or(DEFAULT_L2_BYTES, |b| b as usize);
-        let sm_count = ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .ok()
-            .filter(|&n| n > 0)
-            .map_or(1, |n| n as usize);
-        Ok(Gpu {
-            ctx,
-            stream: stream.clone(),
-            functions: Arc::new(Mutex::new(HashMap::new())),
-            modules: Arc::new(Mutex::new(HashMap::new())),
-            name,
-            cc,
-            l2_bytes,
-            sm_count,
-            capturing: Arc::new(AtomicBool::new(false)),
-            spare: Arc::new((
-                stream.alloc_zeros::<f64>(crate::scalar::SCALAR_LEN)?,
-                stream.alloc_zeros::<u32>(1)?,
-            )),
-        })
-    }
-
-    /// Device name as reported by the driver.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Compute capability `(major, minor)`.
-    pub fn compute_capability(&self) -> (i32, i32) {
-        self.cc
-    }
-
-    /// The NVRTC architecture name, e.g. `"sm_90"`.
-    pub fn arch(&self) -> String {
-        format!("sm_{}{}", self.cc.0, self.cc.1)
-    }
-
-    /// L2 cache size in bytes.
-    pub fn l2_bytes(&self) -> usize {
-        self.l2_bytes
-    }
-
-    /// The stream all SparseRL work of this device runs on.
-    pub fn stream(&self) -> &Arc<CudaStream> {
-        &self.stream
-    }
-
-    /// The CUDA context.
-    pub fn context(&self) -> &Arc<CudaContext> {
-        &self.ctx
-    }
-
-    /// Spare device buffers for parameters a kernel does not read or write.
-    pub(crate) fn spare(&self) -> &(CudaSlice<f64>, CudaSlice<u32>) {
-        &self.spare
-    }
-
-    /// Number of streaming multiprocessors.
-    pub fn sm_count(&self) -> usize {
-        self.sm_count
-    }
-
-    /// Waits for all work queued on [`Gpu::stream`].
-    ///
-    /// [`RtError::Capturing`] while the stream is being captured.
-    pub fn synchronize(&self) -> Result<(), RtError> {
-        self.check_not_capturing("Gpu::synchronize")?;
-        Ok(self.stream.synchronize()?)
-    }
-
-    /// Whether [`Gpu::capture`] is recording this Gpu's stream right now.
-    pub fn is_capturing(&self) -> bool {
-        self.capturing.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn set_capturing(&self, on: bool) {
-        self.capturing.store(on, Ordering::Release);
-    }
-
-    /// [`RtError::Capturing`] naming `call` while the stream is captured.
-    pub(crate) fn check_not_capturing(&self, call: &'static str) -> Result<(), RtError> {
-        if self.is_capturing() {
-            return Err(RtError::Capturing { call });
-        }
-        Ok(())
-    }
-
-    /// Whether `stream` is this Gpu's stream (device data remembers the
-    /// stream it was created on; see [`check_owner`]).
-    pub(crate) fn owns(&self, stream: &Arc<CudaStream>) -> bool {
-        Arc::ptr_eq(&self.stream, stream)
-    }
-
-    /// The function `entry`, loading it on first use from the PTX that
-    /// `make_ptx` returns (called at most once per entry and `Gpu`; loading is
-    /// serialized across threads).
-    ///
-    /// Entries are keyed by name alone: different PTX must use different entry names.
-    pub fn function_or_load<F>(&self, entry: &str, make_ptx: F) -> Result<CudaFunction, RtError>
-    where
-        F: FnOnce() -> Result<String, RtError>,
-    {
-        self.function_or_load_module(entry, || {
-            let ptx = make_ptx()?;
-            if ptx.contains('\0') {
-                return Err(RtError::Compile(format!(
-                    "PTX for `{entry}` contains a NUL byte"
-                )));
-            }
-            Ok(Ptx::from_src(ptx))
-        })
-    }
-
-    /// [`Gpu::function_or_load`] for any module image (PTX text or a cubin).
-    pub fn function_or_load_module<F>(&self, entry: &str, make: F) -> Result<CudaFunction, RtError>
-    where
-        F: FnOnce() -> Result<Ptx, RtError>,
-    {
-        let mut map = self.functions.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(f) = map.get(entry) {
-            return Ok(f.clone());
-        }
-        let image = make()?;
-        let load_err = |e: DriverError| -> RtError {
-            if is_sticky(&e) {
-                e.into()
-            } else {
-                RtError::Compile(format!("loading the module of entry `{entry}` failed: {e}"))
-            }
-        };
-        let module = self.ctx.load_module(image).map_err(load_err)?;
-        let f = module.load_function(entry).map_err(load_err)?;
-        map.insert(entry.to_string(), f.clone());
-        Ok(f)
-    }
-
-    /// The functions `entries` of one module image, loaded once for all of
-    /// them (`make` is called only when some entry is not registered yet);
-    /// registered by name like [`Gpu::function_or_load_module`].
-    pub(crate) fn functions_of_module<F>(
-        &self,
-        entries: &[String],
-        make: F,
-    ) -> Result<Vec<CudaFunction>, RtError>
-    where
-        F: FnOnce() -> Result<Ptx, RtError>,
-    {
-        let mut map = self.functions.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(found) = entries.iter().map(|e| map.get(e).cloned()).collect() {
-            return Ok(found);
-        }
-        let module = self.ctx.load_module(make()?).map_err(|e| {
-            if is_sticky(&e) {
-                RtError::from(e)
-            } else {
-                RtError::Compile(format!("loading a module failed: {e}"))
-            }
-        })?;
-        entries
-            .iter()
-            .map(|e| {
-                let f = module.load_function(e).map_err(|err| {
-                    RtError::Compile(format!("the module has no usable entry `{e}`: {err}"))
-                })?;
-                map.insert(e.clone(), f.clone());
-                Ok(f)
-            })
-            .collect()
-    }
-
-    /// The function `entry` of the static module `key` (PTX `ptx`), the
-    /// module loaded once per `Gpu` and key.
-    pub(crate) fn static_function(
-        &self,
-        key: &'static str,
-        ptx: &'static str,
-        entry: &str,
-    ) -> Result<CudaFunction, RtError> {
-        // Functions are kept in the same registry as generated entries (the
-        // names are distinct), so a call finds them without a driver lookup.
-        if let Some(f) = self
-            .functions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(entry)
-        {
-            return Ok(f.clone());
-        }
-        let module = {
-            let mut map = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-            match map.get(key) {
-                Some(m) => m.clone(),
-                None => {
-                    let m =
-                        self.ctx.load_module(Ptx::from_src(ptx)).map_err(|e| {
-                            match is_sticky(&e) {
-                                true => RtError::from(e),
-                                false => {
-                                    RtError::Compile(format!("loading module `{key}` failed: {e}"))
-                                }
-                            }
-                        })?;
-                    map.insert(key, m.clone());
-                    m
-                }
-            }
-        };
-        let f = module.load_function(entry).map_err(|e| {
-            RtError::Compile(format!("module `{key}` has no usable entry `{entry}`: {e}"))
-        })?;
-        self.functions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(entry.to_string(), f.clone());
-        Ok(f)
-    }
-
-    /// The function `entry` of `ptx`, loaded once per entry (see [`Gpu::function_or_load`]).
-    pub fn load_ptx(&self, entry: &str, ptx: &str) -> Result<CudaFunction, RtError> {
-        self.function_or_load(entry, || Ok(ptx.to_string()))
-    }
-}
 
 /// Element types kernels are generated for: `f32` and `f64`.
 pub trait Scalar:
@@ -375,13 +73,13 @@ pub fn validate_raw(
 /// Copies `data` to a new device buffer of at least one element (CUDA cannot
 /// allocate zero bytes; the padding element is never read by kernels).
 fn upload_padded<T: DeviceRepr + ValidAsZeroBits + Copy>(
-    gpu: &Gpu,
+    s: &Arc<CudaStream>,
     data: &[T],
 ) -> Result<CudaSlice<T>, RtError> {
     if data.is_empty() {
-        Ok(gpu.stream.alloc_zeros::<T>(1)?)
+        Ok(s.alloc_zeros::<T>(1)?)
     } else {
-        Ok(gpu.stream.clone_htod(data)?)
+        Ok(s.clone_htod(data)?)
     }
 }
 
@@ -406,22 +104,22 @@ pub struct DeviceCsr<T: Scalar> {
     rows: usize,
     cols: usize,
     nnz: usize,
-    indptr: CudaSlice<i32>,
-    indices: CudaSlice<i32>,
-    values: CudaSlice<T>,
+    indptr: Shared<CudaSlice<i32>>,
+    indices: Shared<CudaSlice<i32>>,
+    values: Shared<CudaSlice<T>>,
     features: Features,
-    dia: Option<DeviceDia<T>>,
-    binned: Option<DeviceBinned>,
-    tiled: Option<DeviceTiled>,
-    narrow: Option<CudaSlice<i16>>,
-    sell: Option<DeviceSell<T>>,
+    dia: Option<Shared<DeviceDia<T>>>,
+    binned: Option<Shared<DeviceBinned>>,
+    tiled: Option<Shared<DeviceTiled>>,
+    narrow: Option<Shared<CudaSlice<i16>>>,
+    sell: Option<Shared<DeviceSell<T>>>,
     /// The stream of the upload ([`Gpu::stream`]): every kernel on this
     /// matrix runs there (checked), so its memory is freed in stream order.
     stream: Arc<CudaStream>,
     /// Whether all three CSR arrays are held (see [`Layouts::csr`]).
     csr: bool,
     /// The permutation of a renumbered upload (see [`crate::renumber`]).
-    perm: Option<crate::renumber::DevicePerm<T>>,
+    perm: Option<Shared<crate::renumber::DevicePerm<T>>>,
 }
 
 impl<T: Scalar> fmt::Debug for DeviceCsr<T> {
@@ -496,6 +194,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// Uploads the structure of `csr` with `values` (already of type `T`).
     fn upload_parts(gpu: &Gpu, csr: &Csr, values: &[T], layouts: Layouts) -> Result<Self, RtError> {
         let features = Features::compute(csr);
+        let s = &*gpu.outside_capture("DeviceCsr::upload")?;
         // Validated: every offset and index is below i32::MAX.
         let indptr: Vec<i32> = csr.indptr().iter().map(|&p| p as i32).collect();
         let indices: Vec<i32> = csr.indices().iter().map(|&c| c as i32).collect();
@@ -506,12 +205,12 @@ impl<T: Scalar> DeviceCsr<T> {
         {
             Some(offsets) => {
                 let dvals = crate::dia::diagonal_values(csr, &offsets, values);
-                Some(DeviceDia {
+                Some(gpu.own(DeviceDia {
                     stored_per_nnz: crate::dia::stored_per_nnz(csr, &offsets),
                     diagonals: offsets.len(),
-                    offsets: gpu.stream.clone_htod(&offsets)?,
-                    values: upload_padded(gpu, &dvals)?,
-                })
+                    offsets: s.clone_htod(&offsets)?,
+                    values: upload_padded(s, &dvals)?,
+                }))
             }
             None => None,
         };
@@ -520,34 +219,25 @@ impl<T: Scalar> DeviceCsr<T> {
             .then(|| crate::binned::BinnedLayout::build(csr))
             .flatten()
         {
-            Some(l) => Some(DeviceBinned {
-                meta: gpu.stream.clone_htod(&l.meta())?,
-                scratch: gpu.stream.alloc_zeros::<f64>(l.long_rows.len() + 1)?,
+            Some(l) => Some(gpu.own(DeviceBinned {
+                meta: s.clone_htod(&l.meta())?,
+                scratch: s.alloc_zeros::<f64>(l.long_rows.len() + 1)?,
                 threshold: l.threshold,
                 long_rows: l.long_rows.len(),
                 chunks: l.chunks(),
-            }),
+            })),
             None => None,
         };
-        let tiled = if layouts.tiled {
-            let t = crate::tiled::TiledLayout::build(csr);
-            Some(DeviceTiled {
-                meta: gpu.stream.clone_htod(&t.meta())?,
-                scratch: gpu
-                    .stream
-                    .alloc_zeros::<f64>((2 * t.acc_row.len()).max(1))?,
-                tiles: t.tiles(),
-                split_rows: t.acc_row.len(),
-            })
-        } else {
-            None
+        let tiled = match layouts.tiled {
+            true => Some(gpu.own(Self::tiled_layout(s, csr)?)),
+            false => None,
         };
         let narrow = match layouts
             .narrow
             .then(|| crate::narrow::offsets(csr))
             .flatten()
         {
-            Some(off) => Some(gpu.stream.clone_htod(&off)?),
+            Some(off) => Some(gpu.own(s.clone_htod(&off)?)),
             None => None,
         };
         let sell = match layouts
@@ -555,14 +245,7 @@ impl<T: Scalar> DeviceCsr<T> {
             .then(|| crate::sell::SellLayout::build(csr))
             .flatten()
         {
-            Some(l) => Some(DeviceSell {
-                slice_ptr: gpu.stream.clone_htod(&l.slice_ptr)?,
-                meta: gpu.stream.clone_htod(&l.meta())?,
-                cols: upload_padded(gpu, &l.cols)?,
-                values: upload_padded(gpu, &l.values(values, T::from_f64(0.0)))?,
-                slots: l.slots(),
-                stored_per_nnz: l.stored_per_nnz(csr),
-            }),
+            Some(l) => Some(gpu.own(Self::sell_layout(s, csr, &l, values)?)),
             None => None,
         };
         // Which CSR arrays to hold: all, unless a layout that stands alone
@@ -570,34 +253,57 @@ impl<T: Scalar> DeviceCsr<T> {
         let standalone = dia.is_some() || narrow.is_some() || sell.is_some();
         let keep_all = layouts.csr || !standalone || binned.is_some() || tiled.is_some();
         let keep_rows = keep_all || narrow.is_some();
+        let held = |keep: bool, data: &[i32]| -> Result<_, RtError> {
+            Ok(gpu.own(match keep {
+                true => upload_padded(s, data)?,
+                false => s.alloc_zeros::<i32>(1)?,
+            }))
+        };
         Ok(DeviceCsr {
             dia,
             binned,
             tiled,
             narrow,
             sell,
-            stream: gpu.stream.clone(),
+            stream: s.clone(),
             rows: csr.rows(),
             cols: csr.cols(),
             nnz: csr.nnz(),
-            indptr: if keep_rows {
-                gpu.stream.clone_htod(&indptr)?
-            } else {
-                gpu.stream.alloc_zeros::<i32>(1)?
-            },
-            indices: if keep_all {
-                upload_padded(gpu, &indices)?
-            } else {
-                gpu.stream.alloc_zeros::<i32>(1)?
-            },
-            values: if keep_rows {
-                upload_padded(gpu, values)?
-            } else {
-                gpu.stream.alloc_zeros::<T>(1)?
-            },
+            indptr: held(keep_rows, &indptr)?,
+            indices: held(keep_all, &indices)?,
+            values: gpu.own(match keep_rows {
+                true => upload_padded(s, values)?,
+                false => s.alloc_zeros::<T>(1)?,
+            }),
             csr: keep_all,
             features,
             perm: None,
+        })
+    }
+
+    fn tiled_layout(s: &Arc<CudaStream>, csr: &Csr) -> Result<DeviceTiled, RtError> {
+        let t = crate::tiled::TiledLayout::build(csr);
+        Ok(DeviceTiled {
+            meta: s.clone_htod(&t.meta())?,
+            scratch: s.alloc_zeros::<f64>((2 * t.acc_row.len()).max(1))?,
+            tiles: t.tiles(),
+            split_rows: t.acc_row.len(),
+        })
+    }
+
+    fn sell_layout(
+        s: &Arc<CudaStream>,
+        csr: &Csr,
+        l: &crate::sell::SellLayout,
+        values: &[T],
+    ) -> Result<DeviceSell<T>, RtError> {
+        Ok(DeviceSell {
+            slice_ptr: s.clone_htod(&l.slice_ptr)?,
+            meta: s.clone_htod(&l.meta())?,
+            cols: upload_padded(s, &l.cols)?,
+            values: upload_padded(s, &l.values(values, T::from_f64(0.0))?)?,
+            slots: l.slots(),
+            stored_per_nnz: l.stored_per_nnz(csr),
         })
     }
 
@@ -640,7 +346,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// only on this matrix's [`Gpu::stream`], must not write them, and must
     /// not let any operation on them outlive the matrix.
     pub unsafe fn raw_csr(&self) -> (&CudaSlice<i32>, &CudaSlice<i32>, &CudaSlice<T>) {
-        (&self.indptr, &self.indices, &self.values)
+        (&*self.indptr, &*self.indices, &*self.values)
     }
 
     /// Device memory held by the CSR arrays, in bytes.
@@ -675,25 +381,25 @@ impl<T: Scalar> DeviceCsr<T> {
     /// The diagonal layout, when the matrix qualified for it at upload and it
     /// was not dropped.
     pub(crate) fn diagonals(&self) -> Option<&DeviceDia<T>> {
-        self.dia.as_ref()
+        self.dia.as_deref()
     }
     /// The row-binned layout, when the matrix has long rows and it was not
     /// dropped.
     pub(crate) fn binned(&self) -> Option<&DeviceBinned> {
-        self.binned.as_ref()
+        self.binned.as_deref()
     }
     /// The 16-bit column offsets `col - row`, when every nonzero lies within
     /// 32767 of the diagonal and they were not dropped.
     pub(crate) fn narrow(&self) -> Option<&CudaSlice<i16>> {
-        self.narrow.as_ref()
+        self.narrow.as_deref()
     }
     /// The tile layout, unless it was dropped.
     pub(crate) fn tiled(&self) -> Option<&DeviceTiled> {
-        self.tiled.as_ref()
+        self.tiled.as_deref()
     }
     /// The SELL-C-sigma layout, when the matrix qualified and it was not dropped.
     pub(crate) fn sell(&self) -> Option<&DeviceSell<T>> {
-        self.sell.as_ref()
+        self.sell.as_deref()
     }
     /// Whether a kernel of `strategy` can run on this matrix (CSR strategies
     /// always; layout strategies when the matrix has their layout).
@@ -742,11 +448,27 @@ impl<T: Scalar> DeviceCsr<T> {
     }
     /// Whether `gpu` runs on the stream this matrix was uploaded on.
     pub fn same_stream(&self, gpu: &Gpu) -> bool {
-        Arc::ptr_eq(&self.stream, &gpu.stream)
+        gpu.owns(&self.stream)
     }
     /// [`RtError::ForeignOperand`] unless this matrix was uploaded with `gpu`.
+    ///
+    /// Every launch checks its operands with this: inside [`Gpu::capture`]
+    /// it also registers the matrix's arrays and layouts with the graph,
+    /// which keeps them alive for as long as it can be replayed.
     pub fn check_gpu(&self, gpu: &Gpu) -> Result<(), RtError> {
-        check_owner(gpu, &self.stream, "the matrix")
+        check_owner(gpu, &self.stream, "the matrix")?;
+        if gpu.is_capturing() {
+            gpu.pin(&self.indptr);
+            gpu.pin(&self.indices);
+            gpu.pin(&self.values);
+            self.dia.iter().for_each(|l| gpu.pin(l));
+            self.binned.iter().for_each(|l| gpu.pin(l));
+            self.tiled.iter().for_each(|l| gpu.pin(l));
+            self.narrow.iter().for_each(|l| gpu.pin(l));
+            self.sell.iter().for_each(|l| gpu.pin(l));
+            self.perm.iter().for_each(|l| gpu.pin(l));
+        }
+        Ok(())
     }
     /// Whether the CSR arrays were kept at upload ([`Layouts::csr`]); without
     /// them only the kernels of the layout that was built can run.
@@ -754,10 +476,15 @@ impl<T: Scalar> DeviceCsr<T> {
         self.csr
     }
     pub(crate) fn perm(&self) -> Option<&crate::renumber::DevicePerm<T>> {
-        self.perm.as_ref()
+        self.perm.as_deref()
     }
-    pub(crate) fn set_perm(&mut self, p: crate::renumber::DevicePerm<T>) {
-        self.perm = Some(p);
+    /// An owner of the permutation of a renumbered upload (its identity
+    /// tells two uploads apart).
+    pub(crate) fn perm_pin(&self) -> Option<crate::pin::Pin> {
+        self.perm.as_ref().map(|p| p.pin())
+    }
+    pub(crate) fn set_perm(&mut self, gpu: &Gpu, p: crate::renumber::DevicePerm<T>) {
+        self.perm = Some(gpu.own(p));
     }
     /// Frees the layouts other than CSR (kernels that need them then fall
     /// back). Does nothing on a matrix uploaded without its CSR arrays
@@ -783,13 +510,7 @@ pub(crate) fn check_owner(
     stream: &Arc<CudaStream>,
     what: &'static str,
 ) -> Result<(), RtError> {
-    same_owner(&gpu.stream, stream, what)
-}
-
-/// [`RtError::ForeignOperand`] unless `found` is the very object `expected`
-/// is (identity, not equality).
-fn same_owner<S>(expected: &Arc<S>, found: &Arc<S>, what: &'static str) -> Result<(), RtError> {
-    if Arc::ptr_eq(expected, found) {
+    if gpu.owns(stream) {
         Ok(())
     } else {
         Err(RtError::ForeignOperand { what })
@@ -800,7 +521,7 @@ fn same_owner<S>(expected: &Arc<S>, found: &Arc<S>, what: &'static str) -> Resul
 /// that created it: operations with another `Gpu` are refused
 /// ([`RtError::ForeignOperand`]).
 pub struct DeviceVec<T: Scalar> {
-    buf: CudaSlice<T>,
+    buf: Shared<CudaSlice<T>>,
     len: usize,
     stream: Arc<CudaStream>,
 }
@@ -817,33 +538,39 @@ impl<T: Scalar> fmt::Debug for DeviceVec<T> {
 impl<T: Scalar> DeviceVec<T> {
     /// Copies a host slice to the device.
     pub fn from_host(gpu: &Gpu, data: &[T]) -> Result<Self, RtError> {
-        gpu.check_not_capturing("DeviceVec::from_host")?;
+        let s = gpu.outside_capture("DeviceVec::from_host")?;
         Ok(DeviceVec {
-            buf: upload_padded(gpu, data)?,
+            buf: gpu.own(upload_padded(&s, data)?),
             len: data.len(),
-            stream: gpu.stream.clone(),
+            stream: s.clone(),
         })
     }
 
     /// A vector of `n` zeros.
     pub fn zeros(gpu: &Gpu, n: usize) -> Result<Self, RtError> {
-        gpu.check_not_capturing("DeviceVec::zeros")?;
+        let s = gpu.outside_capture("DeviceVec::zeros")?;
         Ok(DeviceVec {
-            buf: gpu.stream.alloc_zeros::<T>(n.max(1))?,
+            buf: gpu.own(s.alloc_zeros::<T>(n.max(1))?),
             len: n,
-            stream: gpu.stream.clone(),
+            stream: s.clone(),
         })
     }
 
     /// [`RtError::ForeignOperand`] (naming `what`) unless this vector belongs to `gpu`.
+    ///
+    /// Every launch checks its operands with this: inside [`Gpu::capture`]
+    /// it also registers the vector's memory with the graph, which keeps it
+    /// alive for as long as it can be replayed.
     pub fn check_gpu(&self, gpu: &Gpu, what: &'static str) -> Result<(), RtError> {
-        check_owner(gpu, &self.stream, what)
+        check_owner(gpu, &self.stream, what)?;
+        gpu.pin(&self.buf);
+        Ok(())
     }
 
     /// Overwrites the vector with `data` (same length).
     pub fn copy_from_host(&mut self, gpu: &Gpu, data: &[T]) -> Result<(), RtError> {
         self.check_gpu(gpu, "the vector")?;
-        gpu.check_not_capturing("DeviceVec::copy_from_host")?;
+        let s = gpu.outside_capture("DeviceVec::copy_from_host")?;
         if data.len() != self.len {
             return Err(RtError::DimensionMismatch {
                 what: "host data",
@@ -852,7 +579,7 @@ impl<T: Scalar> DeviceVec<T> {
             });
         }
         if !data.is_empty() {
-            gpu.stream.memcpy_htod(data, &mut self.buf)?;
+            s.memcpy_htod(data, &mut *self.buf)?;
         }
         Ok(())
     }
@@ -860,8 +587,8 @@ impl<T: Scalar> DeviceVec<T> {
     /// Copies the vector back to the host (waits for queued work).
     pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<T>, RtError> {
         self.check_gpu(gpu, "the vector")?;
-        gpu.check_not_capturing("DeviceVec::to_host")?;
-        let mut v = gpu.stream.clone_dtoh(&self.buf)?;
+        let s = gpu.outside_capture("DeviceVec::to_host")?;
+        let mut v = s.clone_dtoh(&*self.buf)?;
         v.truncate(self.len);
         Ok(v)
     }
@@ -884,11 +611,6 @@ impl<T: Scalar> DeviceVec<T> {
     /// The device buffer, mutably.
     pub(crate) fn as_mut_slice(&mut self) -> &mut CudaSlice<T> {
         &mut self.buf
-    }
-
-    /// The buffer and its owning stream (for [`crate::DeviceDense::from_vec`]).
-    pub(crate) fn into_parts(self) -> (CudaSlice<T>, Arc<CudaStream>) {
-        (self.buf, self.stream)
     }
 }
 

@@ -138,7 +138,9 @@ pub fn pci_bus_id(domain: u32, bus: u32, device: u32) -> String {
 
 /// `gpu`'s PCI bus id, from the CUDA device attributes.
 pub fn gpu_bus_id(gpu: &Gpu) -> Result<String, EnergyError> {
-    let ctx = gpu.context();
+    // SAFETY: the context is used only to read three device attributes; no
+    // stream, buffer or module is created or touched through it.
+    let ctx = unsafe { gpu.context() };
     let get = |a| -> Result<u32, EnergyError> {
         let v = ctx.attribute(a).map_err(RtError::from)?;
         Ok(v.max(0) as u32)
@@ -352,7 +354,11 @@ impl EnergyMeter {
         E: From<EnergyError> + From<RtError>,
     {
         let dev = self.device()?;
-        let stream = gpu.stream();
+        // Events and waits on the host: never inside a capture.
+        let guard = gpu
+            .outside_capture("EnergyMeter::measure")
+            .map_err(E::from)?;
+        let stream = &*guard;
         let mut rec = Recording::default();
         let mut in_flight: VecDeque<(cudarc::driver::CudaEvent, u64)> = VecDeque::new();
         let (t0, mut calls) = (Instant::now(), 0u64);

@@ -23,7 +23,7 @@
 //! column offsets `col - row` ([`crate::narrow`]).
 
 use crate::csr::Csr;
-use crate::device::{DeviceCsr, DeviceVec, Gpu, Layouts, Scalar};
+use crate::device::{DeviceCsr, DeviceVec, FnKey, Gpu, Layouts, Scalar};
 use crate::epilogue::Epilogue;
 use crate::error::RtError;
 use crate::features::Features;
@@ -54,7 +54,7 @@ pub enum Dispatch {
 /// are always used as tuned; so are diagonal variants, whose speed depends on
 /// the layout's padding rather than on row lengths, and binned variants,
 /// which split long rows by construction (a matrix without the layout falls
-/// back in [`resolve`]). A row-mapped variant falls back when the matrix
+/// back in `resolve_entry`). A row-mapped variant falls back when the matrix
 /// is far from [`KernelSpec::tuned_for`] by any of these rules (`t` = tuned,
 /// `m` = matrix):
 ///
@@ -122,15 +122,26 @@ fn warn_fallback_once(name: &'static str, reason: &str) {
 
 /// Loads `entry` on `gpu` from `image` (a cubin loads as is, PTX is compiled
 /// by the driver), or compiles `source` with NVRTC when nothing was compiled
-/// at build time ([`RtError::NotCompiled`] on failure). Cached per entry.
-pub fn load_entry(
+/// at build time ([`RtError::NotCompiled`] on failure). Cached per `Gpu`
+/// under the address of the `'static` image (or source) and the entry name:
+/// no PTX loaded through [`Gpu::function_or_load`] can take its place.
+pub(crate) fn load_entry(
     gpu: &Gpu,
     kernel: &str,
     entry: &str,
     image: Option<Image>,
-    source: &str,
+    source: &'static str,
 ) -> Result<CudaFunction, RtError> {
-    gpu.function_or_load_module(entry, || match image {
+    let key = match image {
+        Some(Image::Cubin { bytes, .. }) => FnKey::image(bytes, entry),
+        Some(Image::Ptx { text, .. }) => FnKey::image(text.as_bytes(), entry),
+        None => FnKey::Source {
+            addr: source.as_ptr() as usize,
+            len: source.len(),
+            entry: entry.to_string(),
+        },
+    };
+    gpu.load_keyed(key, entry, || match image {
         Some(Image::Cubin { bytes, .. }) => Ok(Ptx::from_binary(bytes.to_vec())),
         Some(Image::Ptx { text, .. }) => Ok(Ptx::from_src(text)),
         #[cfg(feature = "jit")]
@@ -154,23 +165,14 @@ pub fn load_entry(
     })
 }
 
-/// The function and variant to launch for `spec` on a matrix with `features`,
-/// after [`dispatch`] (warning once per kernel when it falls back).
+/// The function and variant to launch for `spec` on a matrix with
+/// `features`, after [`dispatch`] (warning once per kernel when it falls
+/// back), for the plain entry (`epilogue` `None`) or a fused one;
 /// `has_layout` says whether the matrix holds the layout the tuned variant
-/// reads ([`Strategy::needs_layout`]); without it the fallback runs.
-pub fn resolve(
-    gpu: &Gpu,
-    spec: &KernelSpec,
-    features: &Features,
-    has_layout: bool,
-) -> Result<(CudaFunction, Variant), RtError> {
-    resolve_entry(gpu, spec, features, has_layout, true, None)
-}
-
-/// [`resolve`] for the plain entry (`epilogue` `None`) or a fused one;
+/// reads ([`Strategy::needs_layout`]; without it the fallback runs);
 /// `has_csr` false (a matrix holding only its layout) keeps the tuned
 /// variant even where dispatch would prefer the fallback, which needs CSR.
-pub fn resolve_entry(
+pub(crate) fn resolve_entry(
     gpu: &Gpu,
     spec: &KernelSpec,
     features: &Features,
@@ -339,7 +341,7 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
             reason: "the matrix was uploaded without its CSR arrays (Layouts::csr = false)".into(),
         });
     }
-    let stream = gpu.stream();
+    let stream = gpu.enqueue("an SpMV launch")?;
     if variant.needs_zeroed_y() {
         stream.memset_zeros(y)?;
     }
@@ -353,7 +355,7 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
                 .into(),
         })?;
         (
-            binned_grid(variant, a.rows(), b.chunks),
+            binned_grid(variant, a.rows(), b.chunks)?,
             Some((&b.meta, &b.scratch)),
         )
     } else if variant.strategy == Strategy::Tiled {
@@ -366,7 +368,7 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
             Some((&t.meta, &t.scratch)),
         )
     } else {
-        (variant.grid(a.rows(), a.nnz()), None)
+        (variant.grid(a.rows(), a.nnz())?, None)
     };
     let cfg = LaunchConfig {
         grid_dim: (grid, 1, 1),
@@ -377,8 +379,17 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
     let (rows, cols, nnz) = (a.rows() as i32, a.cols() as i32, a.nnz() as i32);
     // At most MAX_DIAGONALS (64).
     let ndiag = a.diagonals().map_or(0, |d| d.diagonals as i32);
-    // At most i32::MAX (the layout is built only when its elements fit).
-    let slots = a.sell().map_or(0, |l| l.slots as i32);
+    // The layout is built only when 2 x slots fits an `int`; checked again.
+    let slots = match a.sell() {
+        Some(l) => i32::try_from(l.slots).map_err(|_| RtError::LayoutUnavailable {
+            variant: variant.id(),
+            reason: format!(
+                "{} SELL-C-sigma slots exceed the kernels' int range",
+                l.slots
+            ),
+        })?,
+        None => 0,
+    };
     let mut builder = stream.launch_builder(func);
     if variant.strategy == Strategy::Diagonal {
         let dia = a.diagonals().ok_or_else(|| RtError::LayoutUnavailable {
@@ -476,12 +487,13 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
 
 /// Grid of a binned launch: the short-row blocks of [`Variant::grid`] plus
 /// one warp per chunk of long rows, at most 4096 long-row blocks (their
-/// warps loop over the chunks).
-pub fn binned_grid(variant: &Variant, rows: usize, chunks: usize) -> u32 {
-    let short = variant.grid(rows, 0) as usize;
+/// warps loop over the chunks); an error for an invalid variant (see
+/// [`Variant::grid`]).
+pub fn binned_grid(variant: &Variant, rows: usize, chunks: usize) -> Result<u32, RtError> {
+    let short = variant.grid(rows, 0)? as usize;
     let warps_per_block = (variant.block as usize / 32).max(1);
     let long = chunks.div_ceil(warps_per_block).clamp(1, 4096);
-    (short + long).min(i32::MAX as usize) as u32
+    Ok((short + long).min(i32::MAX as usize) as u32)
 }
 
 /// A declared kernel of the generated module: `y = A x` with a build-time
@@ -495,17 +507,8 @@ pub fn binned_grid(variant: &Variant, rows: usize, chunks: usize) -> u32 {
 /// kernel ABI: an implementation must return a spec whose entries (plain,
 /// fallback and fused) are kernels of that ABI for its value type, variant
 /// and epilogues, as `sparserl-build` generates them. Implementing it by
-/// hand for foreign PTX is `unsafe` for that reason:
-///
-/// ```compile_fail,E0200
-/// struct Foreign;
-/// impl sparserl_rt::SpmvKernel for Foreign {
-///     type Value = f32;
-///     fn spec(&self) -> &'static sparserl_rt::KernelSpec {
-///         std::process::abort()
-///     }
-/// }
-/// ```
+/// hand for foreign PTX is `unsafe` for that reason (a plain `impl` is
+/// rejected with E0200: `tests/ui/spmv_kernel_impl_needs_unsafe.rs`).
 ///
 /// ```no_run
 /// use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Gpu, RtError, SpmvKernel};
@@ -738,9 +741,9 @@ pub(crate) fn spmv_fused_unpublished<T: Scalar>(
     // right types: x for w, the scalar's buffer for coef, and so on.
     let spare = gpu.spare();
     let ep = EpArgs {
-        coef: coefs.map_or_else(|| dot.map_or(&spare.0, |d| &d.buf), |c| &c.buf),
+        coef: coefs.map_or_else(|| dot.map_or(&spare.0, |d| &*d.buf), |c| &*c.buf),
         w: w.map_or(x.as_slice(), |w| w.as_slice()),
-        dot: dot.map_or(&spare.0, |d| &d.buf),
+        dot: dot.map_or(&spare.0, |d| &*d.buf),
     };
     let w_is_x = w.is_none_or(|w| std::ptr::eq(w, x));
     crate::renumber::launch(

@@ -37,6 +37,7 @@ pub mod synth;
 pub mod tiled;
 pub use features::Features;
 pub use kernel::{ArchPtx, Image, KernelSpec, Provenance, TunedFor, arch_number};
+mod capture;
 pub mod device;
 #[cfg(feature = "nvml")]
 pub mod energy;
@@ -50,6 +51,7 @@ pub mod measure;
 #[cfg(feature = "jit")]
 pub mod nvrtc;
 pub mod ops;
+mod pin;
 pub mod renumber;
 pub mod reorder;
 pub mod scalar;

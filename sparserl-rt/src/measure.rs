@@ -8,11 +8,13 @@ use crate::csr::Csr;
 use crate::device::{DeviceCsr, Gpu, Layouts, Scalar};
 use crate::epilogue::Epilogue;
 use crate::error::RtError;
+use crate::graph::{Graph, Session};
 use crate::launch::EpArgs;
+use crate::pin::Shared;
 use crate::renumber::{EpLaunch, Numbering};
 use crate::reorder::Reorder;
 use crate::variant::{ValueType, Variant};
-use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaSlice, sys};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, sys};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -332,9 +334,12 @@ pub(crate) mod finite_or_null {
 
 /// A timing event (the default `new_event` flags disable timing).
 fn timing_event(gpu: &Gpu) -> Result<CudaEvent, RtError> {
-    Ok(gpu
-        .context()
-        .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?)
+    let _s = gpu.outside_capture("a timing event")?;
+    // SAFETY: the context only makes an event, which this module records
+    // on the Gpu's own stream (outside any capture: every caller holds an
+    // `outside_capture` guard) and reads on the host.
+    let ctx = unsafe { gpu.context() };
+    Ok(ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?)
 }
 
 /// Device-to-device copy bandwidth in GB/s (1e9 bytes/s): median of 10
@@ -343,7 +348,8 @@ fn timing_event(gpu: &Gpu) -> Result<CudaEvent, RtError> {
 pub fn copy_bandwidth_gbs(gpu: &Gpu) -> Result<f64, RtError> {
     const BYTES: usize = 1 << 30;
     const REPS: usize = 10;
-    let stream = gpu.stream();
+    let guard = gpu.outside_capture("copy_bandwidth_gbs")?;
+    let stream = &*guard;
     let src = stream.alloc_zeros::<u32>(BYTES / 4)?;
     let mut dst = stream.alloc_zeros::<u32>(BYTES / 4)?;
     for _ in 0..2 {
@@ -364,8 +370,8 @@ pub fn copy_bandwidth_gbs(gpu: &Gpu) -> Result<f64, RtError> {
 
 /// Mutable device state of a [`Bench`].
 struct BenchState<T: Scalar> {
-    xs: Vec<CudaSlice<T>>,
-    ys: Vec<CudaSlice<T>>,
+    xs: Vec<Shared<CudaSlice<T>>>,
+    ys: Vec<Shared<CudaSlice<T>>>,
     rng: ChaCha8Rng,
     /// Next copy to use when rotating.
     next: usize,
@@ -412,12 +418,12 @@ impl<T: Scalar> BenchEpilogue<T> {
 /// scalar's buffer.
 struct BenchEpilogue<T: Scalar> {
     epilogue: Epilogue,
-    coefs: CudaSlice<f64>,
-    check_coefs: CudaSlice<f64>,
-    w: CudaSlice<T>,
+    coefs: Shared<CudaSlice<f64>>,
+    check_coefs: Shared<CudaSlice<f64>>,
+    w: Shared<CudaSlice<T>>,
     w_host: Vec<f64>,
     y0: Vec<T>,
-    dot: CudaSlice<f64>,
+    dot: Shared<CudaSlice<f64>>,
 }
 
 /// Distinct random inputs (with precomputed references) a [`Bench`] cycles through.
@@ -453,15 +459,17 @@ impl<T: Scalar> Bench<T> {
         let a = DeviceCsr::<T>::upload(gpu, csr)?;
         let copies = opts.copies_for(csr.compulsory_bytes(T::TYPE.size()), gpu.l2_bytes() as u64);
         let mut rng = ChaCha8Rng::seed_from_u64(Self::SEED);
-        let stream = gpu.stream();
+        let guard = gpu.outside_capture("Bench::new")?;
+        let stream = &*guard;
         let mut xs = Vec::with_capacity(copies);
         let mut ys = Vec::with_capacity(copies);
         for _ in 0..copies {
             let x: Vec<T> = random_x(&mut rng, csr.cols());
-            xs.push(stream.clone_htod(&x)?);
-            ys.push(stream.alloc_zeros::<T>(csr.rows())?);
+            xs.push(gpu.own(stream.clone_htod(&x)?));
+            ys.push(gpu.own(stream.alloc_zeros::<T>(csr.rows())?));
         }
         stream.synchronize()?;
+        drop(guard);
         Ok(Bench {
             gpu: gpu.clone(),
             csr: csr.clone(),
@@ -484,21 +492,25 @@ impl<T: Scalar> Bench<T> {
     /// every timed launch carries the epilogue's operands (the dot is left
     /// in the accumulators, as in a solver before its update publishes it).
     pub fn with_epilogue(self, epilogue: Epilogue) -> Result<Self, RtError> {
-        let stream = self.gpu.stream().clone();
+        let guard = self.gpu.outside_capture("Bench::with_epilogue")?;
+        let stream = &*guard;
         {
             let mut st = self.lock();
             let w: Vec<T> = random_x(&mut st.rng, self.csr.rows());
             let y0: Vec<T> = random_x(&mut st.rng, self.csr.rows());
             st.ep = Some(BenchEpilogue {
                 epilogue,
-                coefs: stream.clone_htod(&[1.0, 0.0, 0.0, 0.0])?,
-                check_coefs: stream.clone_htod(&CHECK_COEFS)?,
+                coefs: self.gpu.own(stream.clone_htod(&[1.0, 0.0, 0.0, 0.0])?),
+                check_coefs: self.gpu.own(stream.clone_htod(&CHECK_COEFS)?),
                 w_host: w.iter().map(|v| v.to_f64()).collect(),
-                w: stream.clone_htod(&w)?,
+                w: self.gpu.own(stream.clone_htod(&w)?),
                 y0,
-                dot: stream.alloc_zeros::<f64>(crate::scalar::SCALAR_LEN)?,
+                dot: self
+                    .gpu
+                    .own(stream.alloc_zeros::<f64>(crate::scalar::SCALAR_LEN)?),
             });
         }
+        drop(guard);
         Ok(self)
     }
 
@@ -573,12 +585,13 @@ impl<T: Scalar> Bench<T> {
     pub unsafe fn check(&self, func: &CudaFunction, variant: &Variant) -> Result<f64, RtError> {
         let mut st = self.lock();
         let st = &mut *st;
-        let stream = self.gpu.stream();
+        let guard = self.gpu.outside_capture("Bench::check")?;
+        let stream = &*guard;
         if st.checks.len() < CHECK_INPUTS {
             let x: Vec<T> = random_x(&mut st.rng, self.csr.cols());
             let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
             st.checks.push(CheckInput {
-                ax: self.csr.spmv_f64(&x64),
+                ax: self.csr.spmv_f64(&x64)?,
                 magnitude: row_magnitudes(&self.csr, &x64),
                 x,
             });
@@ -599,12 +612,12 @@ impl<T: Scalar> Bench<T> {
             None => vec![T::from_f64(f64::NAN); self.csr.rows()],
         };
         let x = input.x.clone();
-        stream.memcpy_htod(&x, &mut st.xs[0])?;
-        stream.memcpy_htod(&start_y, &mut st.ys[0])?;
+        stream.memcpy_htod(&x, &mut *st.xs[0])?;
+        stream.memcpy_htod(&start_y, &mut *st.ys[0])?;
         if let Some(ep) = &mut st.ep {
             let mut dot0 = vec![0.0; crate::scalar::SCALAR_LEN];
             dot0[0] = CHECK_DOT0;
-            stream.memcpy_htod(&dot0, &mut ep.dot)?;
+            stream.memcpy_htod(&dot0, &mut *ep.dot)?;
         }
         let ep = st.ep.as_ref().map(|e| e.launch(true));
         crate::renumber::launch(
@@ -616,11 +629,11 @@ impl<T: Scalar> Bench<T> {
             &mut st.ys[0],
             ep,
         )?;
-        let y = stream.clone_dtoh(&st.ys[0])?;
+        let y = stream.clone_dtoh(&*st.ys[0])?;
         let y64: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
         let err = row_errors(&y64, &reference, &magnitude).max;
         if let Some(e) = st.ep.as_ref().filter(|e| e.epilogue.has_dot()) {
-            let buf = stream.clone_dtoh(&e.dot)?;
+            let buf = stream.clone_dtoh(&*e.dot)?;
             check_fused_dot(&buf, &y64, &e.w_host)?;
         }
         Ok(err)
@@ -834,7 +847,8 @@ pub fn time_launches<E: From<RtError>>(
     reps: u32,
     max_seconds: f64,
 ) -> Result<Vec<f64>, E> {
-    let stream = gpu.stream();
+    let guard = gpu.outside_capture("time_launches")?;
+    let stream = &*guard;
     let t0 = Instant::now();
     for i in 0..warmup {
         launch()?;
@@ -906,29 +920,23 @@ fn event_pairs(gpu: &Gpu, n: usize) -> Result<(Vec<CudaEvent>, Vec<CudaEvent>), 
     Ok((make()?, make()?))
 }
 
-/// Captures `n` launches into a CUDA graph (after a synchronize): the outcome
-/// of the launches (the first error stops the capture) and of ending the
-/// capture, which always happens so the stream leaves capture mode.
-#[allow(clippy::type_complexity)]
+/// Captures `n` launches into a CUDA graph ([`crate::graph`]'s capture:
+/// other threads are refused meanwhile, the launches' operands pinned): the
+/// outcome of the launches (the first error stops the capture and discards
+/// it) and the graph.
 fn capture<E>(
     gpu: &Gpu,
     launch: &mut dyn FnMut() -> Result<(), E>,
     n: usize,
-) -> Result<(Result<(), E>, Result<Option<CudaGraph>, RtError>), RtError> {
-    let stream = gpu.stream();
-    stream.synchronize()?;
-    stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let mut captured = Ok(());
+) -> Result<Result<Option<Graph>, E>, RtError> {
+    let session = Session::begin(gpu, "a timing capture")?;
     for _ in 0..n {
-        captured = launch();
-        if captured.is_err() {
-            break;
+        if let Err(e) = launch() {
+            drop(session);
+            return Ok(Err(e));
         }
     }
-    let ended = stream
-        .end_capture(sys::CUgraphInstantiate_flags(0))
-        .map_err(RtError::from);
-    Ok((captured, ended))
+    Ok(Ok(session.into_graph()?))
 }
 
 /// Up to `reps` samples (µs per launch) of a CUDA graph of `group` captured
@@ -941,16 +949,12 @@ fn time_graph_samples<E: From<RtError>>(
     reps: usize,
     max_seconds: f64,
 ) -> Result<Vec<f64>, RtError> {
-    let stream = gpu.stream();
-    let (captured, ended) = capture(gpu, launch, group)?;
-    if captured.is_err() {
-        return Ok(Vec::new());
-    }
-    let Some(graph) = ended? else {
+    let Ok(Some(graph)) = capture(gpu, launch, group)? else {
         return Ok(Vec::new());
     };
-    graph.upload()?;
-    graph.launch()?;
+    let guard = gpu.outside_capture("time_launches")?;
+    let stream = &*guard;
+    graph.launch(gpu)?;
     stream.synchronize()?;
     let pairs = reps.min(MAX_BATCH);
     let (starts, stops) = event_pairs(gpu, pairs)?;
@@ -960,7 +964,7 @@ fn time_graph_samples<E: From<RtError>>(
         let n = pairs.min(reps - times.len());
         for k in 0..n {
             starts[k].record(stream)?;
-            graph.launch()?;
+            graph.launch(gpu)?;
             stops[k].record(stream)?;
         }
         for k in 0..n {
@@ -981,7 +985,8 @@ fn launch_group<E: From<RtError>>(
     gpu: &Gpu,
     launch: &mut dyn FnMut() -> Result<(), E>,
 ) -> Result<usize, E> {
-    let stream = gpu.stream();
+    let guard = gpu.outside_capture("time_launches")?;
+    let stream = &*guard;
     let start = timing_event(gpu)?;
     let stop = timing_event(gpu)?;
     start.record(stream).map_err(RtError::from)?;
@@ -1007,7 +1012,8 @@ pub fn time_back_to_back<E: From<RtError>>(
     n: usize,
 ) -> Result<f64, E> {
     let n = n.max(1);
-    let stream = gpu.stream();
+    let guard = gpu.outside_capture("time_back_to_back")?;
+    let stream = &*guard;
     for _ in 0..n.min(MAX_BATCH) {
         launch()?;
     }
@@ -1031,20 +1037,18 @@ pub fn time_graph<E: From<RtError>>(
 ) -> Result<f64, E> {
     const REPLAYS: usize = 10;
     let n = n.max(1);
-    let stream = gpu.stream();
-    let (captured, ended) = capture(gpu, launch, n)?;
-    captured?;
-    let graph = ended?
+    let graph = capture(gpu, launch, n)??
         .ok_or_else(|| RtError::Compile("CUDA graph capture produced no graph".to_string()))?;
+    let guard = gpu.outside_capture("time_graph")?;
+    let stream = &*guard;
     let replay = || -> Result<f64, RtError> {
-        graph.upload()?;
-        graph.launch()?;
+        graph.launch(gpu)?;
         stream.synchronize()?;
         let start = timing_event(gpu)?;
         let stop = timing_event(gpu)?;
         start.record(stream)?;
         for _ in 0..REPLAYS {
-            graph.launch()?;
+            graph.launch(gpu)?;
         }
         stop.record(stream)?;
         Ok(start.elapsed_ms(&stop)? as f64)

@@ -44,12 +44,15 @@ pub(crate) const BLOCK: u32 = 256;
 
 /// The entry of `names` (`[f32 entry, f64 entry]`) for `T` in the
 /// vector-op module.
-pub(crate) fn func<T: Scalar>(gpu: &Gpu, names: [&str; 2]) -> Result<CudaFunction, RtError> {
+pub(crate) fn func<T: Scalar>(
+    gpu: &Gpu,
+    names: [&'static str; 2],
+) -> Result<CudaFunction, RtError> {
     let entry = match T::TYPE {
         ValueType::F32 => names[0],
         ValueType::F64 => names[1],
     };
-    gpu.static_function("sparserl-vector-ops", VECTOR_OPS_PTX, entry)
+    gpu.static_function(VECTOR_OPS_PTX, entry)
 }
 
 /// Launch shape for `n` elements: enough blocks to fill the device (8 per
@@ -88,7 +91,7 @@ pub(crate) fn same_len(what: &'static str, expected: usize, found: usize) -> Res
 fn push_coef<'a>(b: &mut LaunchArgs<'a>, c: &'a Coef<'a>, null: &'a u64) {
     b.arg(&c.host);
     match c.dev {
-        Some(s) => b.arg(&s.buf),
+        Some(s) => b.arg(&*s.buf),
         None => b.arg(null),
     };
 }
@@ -120,7 +123,8 @@ pub fn fill<T: Scalar>(gpu: &Gpu, x: &mut DeviceVec<T>, value: T) -> Result<(), 
         return Ok(());
     }
     let f = func::<T>(gpu, ["sparserl_fill_f32", "sparserl_fill_f64"])?;
-    let mut b = gpu.stream().launch_builder(&f);
+    let s = gpu.enqueue("ops::fill")?;
+    let mut b = s.launch_builder(&f);
     b.arg(&n).arg(&value).arg(x.as_mut_slice());
     // SAFETY: (int n, T v, T* x) as in vector_ops.cu; x holds n elements and
     // belongs to this stream (checked).
@@ -138,7 +142,7 @@ pub fn copy<T: Scalar>(gpu: &Gpu, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Res
     let n = x.len();
     let src = x.as_slice().slice(..n);
     let mut dst = y.as_mut_slice().slice_mut(..n);
-    gpu.stream().memcpy_dtod(&src, &mut dst)?;
+    gpu.enqueue("ops::copy")?.memcpy_dtod(&src, &mut dst)?;
     Ok(())
 }
 
@@ -152,7 +156,8 @@ pub fn scal<T: Scalar>(gpu: &Gpu, a: Coef<'_>, x: &mut DeviceVec<T>) -> Result<(
     }
     let f = func::<T>(gpu, ["sparserl_scal_f32", "sparserl_scal_f64"])?;
     let null = 0u64;
-    let mut b = gpu.stream().launch_builder(&f);
+    let s = gpu.enqueue("ops::scal")?;
+    let mut b = s.launch_builder(&f);
     b.arg(&n);
     push_coef(&mut b, &a, &null);
     b.arg(x.as_mut_slice());
@@ -180,7 +185,8 @@ pub fn axpby<T: Scalar>(
     }
     let f = func::<T>(gpu, ["sparserl_axpby_f32", "sparserl_axpby_f64"])?;
     let null = 0u64;
-    let mut l = gpu.stream().launch_builder(&f);
+    let s = gpu.enqueue("ops::axpby")?;
+    let mut l = s.launch_builder(&f);
     l.arg(&n);
     push_coef(&mut l, &a, &null);
     push_coef(&mut l, &b, &null);
@@ -218,7 +224,8 @@ pub fn mul<T: Scalar>(
         return Ok(());
     }
     let f = func::<T>(gpu, ["sparserl_mul_f32", "sparserl_mul_f64"])?;
-    let mut l = gpu.stream().launch_builder(&f);
+    let s = gpu.enqueue("ops::mul")?;
+    let mut l = s.launch_builder(&f);
     l.arg(&n)
         .arg(a.as_slice())
         .arg(b.as_slice())
@@ -253,13 +260,14 @@ fn reduce<T: Scalar>(
     let n = int_len(x.len())?;
     let f = func::<T>(gpu, ["sparserl_reduce_f32", "sparserl_reduce_f64"])?;
     let m = mode as i32;
-    let mut l = gpu.stream().launch_builder(&f);
+    let s = gpu.enqueue("a vector reduction")?;
+    let mut l = s.launch_builder(&f);
     l.arg(&n).arg(&m).arg(x.as_slice());
     match y {
         Some(y) => l.arg(y.as_slice()),
         None => l.arg(x.as_slice()),
     };
-    l.arg(&out.buf).arg(&out.ticket);
+    l.arg(&*out.buf).arg(&*out.ticket);
     // SAFETY: (int n, int mode, const T* x, const T* y, double* out,
     // unsigned* ticket); x and y hold n elements (y = x when the mode reads
     // only x); out is a scalar (SCALAR_LEN doubles) and ticket one counter,
@@ -306,13 +314,10 @@ pub fn sum<T: Scalar>(gpu: &Gpu, x: &DeviceVec<T>, out: &DeviceScalar) -> Result
 /// calls it).
 pub(crate) fn publish_dot(gpu: &Gpu, dot: &DeviceScalar) -> Result<(), RtError> {
     dot.check_gpu(gpu, "the dot scalar")?;
-    let f = gpu.static_function(
-        "sparserl-vector-ops",
-        VECTOR_OPS_PTX,
-        "sparserl_finalize_dot",
-    )?;
-    let mut l = gpu.stream().launch_builder(&f);
-    l.arg(&dot.buf);
+    let f = gpu.static_function(VECTOR_OPS_PTX, "sparserl_finalize_dot")?;
+    let s = gpu.enqueue("a dot epilogue's publish")?;
+    let mut l = s.launch_builder(&f);
+    l.arg(&*dot.buf);
     // SAFETY: (double* dot): the scalar's SCALAR_LEN doubles, on this
     // stream (checked); one block of 32 threads reads and zeroes the 32
     // accumulators and writes the result.
@@ -352,7 +357,8 @@ pub(crate) fn cg_init<T: Scalar>(
 ) -> Result<(), RtError> {
     let f = func::<T>(gpu, ["sparserl_cg_init_f32", "sparserl_cg_init_f64"])?;
     let use_dinv = i32::from(dinv.is_some());
-    let mut l = gpu.stream().launch_builder(&f);
+    let s = gpu.enqueue("Cg::solve")?;
+    let mut l = s.launch_builder(&f);
     l.arg(&n).arg(r);
     push_dinv(&mut l, dinv, r, &use_dinv);
     l.arg(p).arg(st).arg(ticket);
@@ -379,7 +385,8 @@ pub(crate) fn cg_update_r<T: Scalar>(
         ["sparserl_cg_update_r_f32", "sparserl_cg_update_r_f64"],
     )?;
     let use_dinv = i32::from(dinv.is_some());
-    let mut l = gpu.stream().launch_builder(&f);
+    let s = gpu.enqueue("Cg::solve")?;
+    let mut l = s.launch_builder(&f);
     l.arg(&n).arg(q).arg(r);
     push_dinv(&mut l, dinv, q, &use_dinv);
     l.arg(st).arg(pq).arg(ticket);
@@ -405,7 +412,8 @@ pub(crate) fn cg_update_xp<T: Scalar>(
         ["sparserl_cg_update_xp_f32", "sparserl_cg_update_xp_f64"],
     )?;
     let use_dinv = i32::from(dinv.is_some());
-    let mut l = gpu.stream().launch_builder(&f);
+    let s = gpu.enqueue("Cg::solve")?;
+    let mut l = s.launch_builder(&f);
     l.arg(&n).arg(x).arg(p).arg(r);
     push_dinv(&mut l, dinv, r, &use_dinv);
     l.arg(st);

@@ -143,7 +143,7 @@ impl<T: Scalar> DevicePerm<T> {
         let n = perm.len().max(1);
         let p: Vec<i32> = perm.new_to_old().iter().map(|&v| v as i32).collect();
         let q: Vec<i32> = perm.old_to_new().iter().map(|&v| v as i32).collect();
-        let stream = gpu.stream();
+        let stream = gpu.outside_capture("DeviceCsr::upload")?;
         Ok(DevicePerm {
             reorder,
             perm: stream.clone_htod(&p)?,
@@ -177,7 +177,8 @@ fn permute<T: Scalar>(
 ) -> Result<(), RtError> {
     let n = ops::int_len(idx.len())?;
     let f = ops::func::<T>(gpu, ["sparserl_gather_f32", "sparserl_gather_f64"])?;
-    let mut b = gpu.stream().launch_builder(&f);
+    let s = gpu.enqueue("a renumbering gather")?;
+    let mut b = s.launch_builder(&f);
     b.arg(&n).arg(idx).arg(src).arg(dst);
     // SAFETY: (int n, const int* perm, const T* src, T* dst) as in
     // vector_ops.cu. `idx` is a permutation of 0..n (`perm` or its inverse,
@@ -331,7 +332,8 @@ impl<T: Scalar> DeviceCsr<T> {
             ..layouts
         };
         Some(Self::upload_with(gpu, &r.csr, inner).and_then(|mut m| {
-            m.set_perm(DevicePerm::upload(gpu, layouts.reorder, &r.perm, r.cost)?);
+            let p = DevicePerm::upload(gpu, layouts.reorder, &r.perm, r.cost)?;
+            m.set_perm(gpu, p);
             Ok(m)
         }))
     }

@@ -6,6 +6,7 @@
 
 use crate::device::{Gpu, check_owner};
 use crate::error::RtError;
+use crate::pin::Shared;
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::fmt;
 use std::sync::Arc;
@@ -29,8 +30,8 @@ pub const SCALAR_LEN: usize = SLOT_STRIDE * (SLOTS + 1);
 /// and zeroes the accumulators again, so one scalar can be reused by any
 /// number of reductions and CUDA-graph replays.
 pub struct DeviceScalar {
-    pub(crate) buf: CudaSlice<f64>,
-    pub(crate) ticket: CudaSlice<u32>,
+    pub(crate) buf: Shared<CudaSlice<f64>>,
+    pub(crate) ticket: Shared<CudaSlice<u32>>,
     stream: Arc<CudaStream>,
 }
 
@@ -43,35 +44,40 @@ impl fmt::Debug for DeviceScalar {
 impl DeviceScalar {
     /// A scalar holding 0.
     pub fn new(gpu: &Gpu) -> Result<DeviceScalar, RtError> {
-        gpu.check_not_capturing("DeviceScalar::new")?;
+        let s = gpu.outside_capture("DeviceScalar::new")?;
         Ok(DeviceScalar {
-            buf: gpu.stream().alloc_zeros::<f64>(SCALAR_LEN)?,
-            ticket: gpu.stream().alloc_zeros::<u32>(1)?,
-            stream: gpu.stream().clone(),
+            buf: gpu.own(s.alloc_zeros::<f64>(SCALAR_LEN)?),
+            ticket: gpu.own(s.alloc_zeros::<u32>(1)?),
+            stream: s.clone(),
         })
     }
 
-    /// [`RtError::ForeignOperand`] unless the scalar belongs to `gpu`.
+    /// [`RtError::ForeignOperand`] unless the scalar belongs to `gpu`
+    /// (inside a capture, also pins it to the graph: see
+    /// [`DeviceVec::check_gpu`](crate::DeviceVec::check_gpu)).
     pub fn check_gpu(&self, gpu: &Gpu, what: &'static str) -> Result<(), RtError> {
-        check_owner(gpu, &self.stream, what)
+        check_owner(gpu, &self.stream, what)?;
+        gpu.pin(&self.buf);
+        gpu.pin(&self.ticket);
+        Ok(())
     }
 
     /// The value (waits for the work queued before; [`RtError::Capturing`]
     /// inside a capture).
     pub fn get(&self, gpu: &Gpu) -> Result<f64, RtError> {
         self.check_gpu(gpu, "the scalar")?;
-        gpu.check_not_capturing("DeviceScalar::get")?;
-        let v = gpu.stream().clone_dtoh(&self.buf)?;
+        let s = gpu.outside_capture("DeviceScalar::get")?;
+        let v = s.clone_dtoh(&*self.buf)?;
         Ok(v[0])
     }
 
     /// Sets the value (copies from the host; not inside a capture).
     pub fn set(&mut self, gpu: &Gpu, value: f64) -> Result<(), RtError> {
         self.check_gpu(gpu, "the scalar")?;
-        gpu.check_not_capturing("DeviceScalar::set")?;
+        let s = gpu.outside_capture("DeviceScalar::set")?;
         let mut v = [0.0; SCALAR_LEN];
         v[0] = value;
-        gpu.stream().memcpy_htod(&v, &mut self.buf)?;
+        s.memcpy_htod(&v, &mut *self.buf)?;
         Ok(())
     }
 }
@@ -81,11 +87,12 @@ impl DeviceScalar {
 /// value the launch's dot scalar holds when the kernel starts (the
 /// `axpby-dot` epilogue then replaces it with `w . y`: PageRank's dangling
 /// mass carried from one iteration to the next without another kernel);
-/// `gamma_dot` is 0 unless set with [`DeviceCoefs::with_gamma_dot`]. On the
+/// `gamma_dot` is 0 unless set with [`DeviceCoefs::with_gamma_dot`] or
+/// [`DeviceCoefs::set_all`] ([`DeviceCoefs::set`] keeps it). On the
 /// device so that kernels (and CUDA-graph replays) read the values current
 /// when they run.
 pub struct DeviceCoefs {
-    pub(crate) buf: CudaSlice<f64>,
+    pub(crate) buf: Shared<CudaSlice<f64>>,
     stream: Arc<CudaStream>,
 }
 
@@ -96,13 +103,9 @@ impl fmt::Debug for DeviceCoefs {
 }
 
 impl DeviceCoefs {
-    /// Coefficients with the given values.
+    /// Coefficients with the given values (`gamma_dot` 0).
     pub fn new(gpu: &Gpu, alpha: f64, beta: f64, gamma: f64) -> Result<DeviceCoefs, RtError> {
-        gpu.check_not_capturing("DeviceCoefs::new")?;
-        Ok(DeviceCoefs {
-            buf: gpu.stream().clone_htod(&[alpha, beta, gamma, 0.0])?,
-            stream: gpu.stream().clone(),
-        })
+        Self::with_gamma_dot(gpu, alpha, beta, gamma, 0.0)
     }
 
     /// Coefficients with a constant term `gamma + gamma_dot * d` (see above).
@@ -113,24 +116,36 @@ impl DeviceCoefs {
         gamma: f64,
         gamma_dot: f64,
     ) -> Result<DeviceCoefs, RtError> {
-        gpu.check_not_capturing("DeviceCoefs::with_gamma_dot")?;
+        let s = gpu.outside_capture("DeviceCoefs::new")?;
         Ok(DeviceCoefs {
-            buf: gpu.stream().clone_htod(&[alpha, beta, gamma, gamma_dot])?,
-            stream: gpu.stream().clone(),
+            buf: gpu.own(s.clone_htod(&[alpha, beta, gamma, gamma_dot])?),
+            stream: s.clone(),
         })
     }
 
-    /// [`RtError::ForeignOperand`] unless the coefficients belong to `gpu`.
+    /// [`RtError::ForeignOperand`] unless the coefficients belong to `gpu`
+    /// (inside a capture, also pins them to the graph).
     pub fn check_gpu(&self, gpu: &Gpu, what: &'static str) -> Result<(), RtError> {
-        check_owner(gpu, &self.stream, what)
+        check_owner(gpu, &self.stream, what)?;
+        gpu.pin(&self.buf);
+        Ok(())
     }
 
-    /// Sets the values (copies from the host; not inside a capture).
+    /// Sets `alpha`, `beta` and `gamma` (copies from the host; not inside a
+    /// capture); `gamma_dot` keeps its value.
     pub fn set(&mut self, gpu: &Gpu, alpha: f64, beta: f64, gamma: f64) -> Result<(), RtError> {
         self.check_gpu(gpu, "the coefficients")?;
-        gpu.check_not_capturing("DeviceCoefs::set")?;
-        gpu.stream()
-            .memcpy_htod(&[alpha, beta, gamma, 0.0], &mut self.buf)?;
+        let s = gpu.outside_capture("DeviceCoefs::set")?;
+        let mut head = self.buf.slice_mut(..3);
+        s.memcpy_htod(&[alpha, beta, gamma], &mut head)?;
+        Ok(())
+    }
+
+    /// Sets all four values, `gamma_dot` included (not inside a capture).
+    pub fn set_all(&mut self, gpu: &Gpu, values: [f64; 4]) -> Result<(), RtError> {
+        self.check_gpu(gpu, "the coefficients")?;
+        let s = gpu.outside_capture("DeviceCoefs::set_all")?;
+        s.memcpy_htod(&values, &mut *self.buf)?;
         Ok(())
     }
 
@@ -138,8 +153,8 @@ impl DeviceCoefs {
     /// work; not inside a capture).
     pub fn get(&self, gpu: &Gpu) -> Result<[f64; 4], RtError> {
         self.check_gpu(gpu, "the coefficients")?;
-        gpu.check_not_capturing("DeviceCoefs::get")?;
-        let v = gpu.stream().clone_dtoh(&self.buf)?;
+        let s = gpu.outside_capture("DeviceCoefs::get")?;
+        let v = s.clone_dtoh(&*self.buf)?;
         Ok([v[0], v[1], v[2], v[3]])
     }
 }

@@ -32,6 +32,7 @@
 //! ```
 
 use crate::csr::Csr;
+use crate::error::RtError;
 
 /// Slice height: rows per slice (one warp, a thread per row).
 pub const C: usize = 32;
@@ -79,6 +80,11 @@ impl SellLayout {
             w.sort_by_key(|&r| std::cmp::Reverse(len(r as usize)));
         }
         let slices = rows.div_ceil(C);
+        // The kernels index `meta` (2 x slots entries) and the slots with
+        // 32-bit integers: a layout of more slots is not built.
+        if slices.saturating_mul(2 * C) > i32::MAX as usize {
+            return None;
+        }
         let mut slice_ptr = Vec::with_capacity(slices + 1);
         slice_ptr.push(0i64);
         for s in 0..slices {
@@ -147,16 +153,21 @@ impl SellLayout {
     }
 
     /// The stored values for `values` (the CSR values in `T`), `zero` in
-    /// the padding.
-    pub fn values<T: Copy>(&self, values: &[T], zero: T) -> Vec<T> {
+    /// the padding; [`RtError::DimensionMismatch`] when `values` is shorter
+    /// than the nonzeros the layout refers to.
+    pub fn values<T: Copy>(&self, values: &[T], zero: T) -> Result<Vec<T>, RtError> {
         self.src
             .iter()
-            .map(|&i| {
-                if i == u32::MAX {
-                    zero
-                } else {
-                    values[i as usize]
-                }
+            .map(|&i| match i {
+                u32::MAX => Ok(zero),
+                i => values
+                    .get(i as usize)
+                    .copied()
+                    .ok_or_else(|| RtError::DimensionMismatch {
+                        what: "values (the layout refers to more nonzeros)",
+                        expected: i as usize + 1,
+                        found: values.len(),
+                    }),
             })
             .collect()
     }
@@ -167,21 +178,42 @@ impl SellLayout {
     }
 
     /// `y = A x` from the layout alone, in float64 (the reference the tests
-    /// compare with [`Csr::spmv_f64`]).
-    pub fn spmv_f64(&self, values: &[f64], x: &[f64], rows: usize) -> Vec<f64> {
-        let vals = self.values(values, 0.0);
+    /// compare with [`Csr::spmv_f64`]). An error, never a panic, when the
+    /// layout (its fields are public) does not fit `values`, `x` or `rows`.
+    pub fn spmv_f64(&self, values: &[f64], x: &[f64], rows: usize) -> Result<Vec<f64>, RtError> {
+        let vals = self.values(values, 0.0)?;
+        let bad = |what: &str| {
+            RtError::InvalidArgument(format!("the SELL-C-sigma layout is inconsistent: {what}"))
+        };
+        if self.slot_len.len() != self.row_of.len() || self.cols.len() != vals.len() {
+            return Err(bad("row_of, slot_len, cols and src lengths disagree"));
+        }
         let mut y = vec![0.0; rows];
         for (slot, &r) in self.row_of.iter().enumerate() {
             if r < 0 {
                 continue;
             }
             let (s, lane) = (slot / C, slot % C);
-            let base = self.slice_ptr[s] as usize;
-            y[r as usize] = (0..self.slot_len[slot] as usize)
-                .map(|j| vals[base + j * C + lane] * x[self.cols[base + j * C + lane] as usize])
-                .sum();
+            let base = *self
+                .slice_ptr
+                .get(s)
+                .ok_or_else(|| bad("slice_ptr too short"))?;
+            let mut sum = 0.0;
+            for j in 0..self.slot_len[slot].max(0) as usize {
+                let at = (base.max(0) as usize)
+                    .checked_add(j * C + lane)
+                    .ok_or_else(|| bad("offset overflow"))?;
+                let (v, c) = match (vals.get(at), self.cols.get(at)) {
+                    (Some(v), Some(&c)) => (v, c),
+                    _ => return Err(bad("a slot runs past the stored elements")),
+                };
+                let xc = x.get(c.max(0) as usize).filter(|_| c >= 0);
+                sum += v * xc.ok_or_else(|| bad("a column is outside x"))?;
+            }
+            *y.get_mut(r as usize)
+                .ok_or_else(|| bad("a row is outside y"))? = sum;
         }
-        y
+        Ok(y)
     }
 }
 
@@ -211,8 +243,8 @@ mod tests {
             let a = sample(rows, seed);
             let l = SellLayout::build(&a).unwrap();
             let x: Vec<f64> = (0..rows).map(|i| (i as f64 * 0.1).cos()).collect();
-            let want = a.spmv_f64(&x);
-            let got = l.spmv_f64(a.values(), &x, rows);
+            let want = a.spmv_f64(&x).unwrap();
+            let got = l.spmv_f64(a.values(), &x, rows).unwrap();
             for (g, w) in got.iter().zip(&want) {
                 assert!(
                     (g - w).abs() <= 1e-12 * w.abs().max(1.0),

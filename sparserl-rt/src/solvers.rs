@@ -40,12 +40,30 @@ use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
 use crate::error::RtError;
 use crate::launch::{Fused, SpmvKernel};
 use crate::ops;
+use crate::pin::{Pin, Shared};
 use crate::scalar::{Coef, DeviceCoefs, DeviceScalar};
 use cudarc::driver::CudaSlice;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Doubles of the CG state (see `kernels/vector_ops.cu`).
 const CG_STATE_LEN: usize = 48;
+
+/// Most iterations one graph of [`Cg::solve`] or [`pagerank`] records
+/// (`chunk` above it is refused: the whole chunk is captured and
+/// instantiated at once).
+pub const MAX_CHUNK: usize = 1024;
+
+/// `chunk` validated against [`MAX_CHUNK`] and capped by `max_iters`
+/// (a chunk is never longer than the iterations it may run).
+fn chunk_of(chunk: usize, max_iters: usize) -> Result<usize, RtError> {
+    if chunk == 0 || chunk > MAX_CHUNK {
+        return Err(RtError::InvalidArgument(format!(
+            "chunk must be in 1..={MAX_CHUNK} iterations per graph, got {chunk}"
+        )));
+    }
+    Ok(chunk.min(max_iters.max(1)))
+}
 
 /// Options of [`Cg::solve`].
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +72,8 @@ pub struct CgOptions {
     pub tol: f64,
     /// At most this many iterations.
     pub max_iters: usize,
-    /// Iterations per CUDA-graph replay (one host synchronisation each).
+    /// Iterations per CUDA-graph replay (one host synchronisation each), in
+    /// `1..=`[`MAX_CHUNK`] (capped by `max_iters`).
     pub chunk: usize,
 }
 
@@ -102,11 +121,15 @@ pub struct Cg<'k, K: SpmvKernel> {
     dinv: Option<DeviceVec<K::Value>>,
     /// `st` of `vector_ops.cu`: rho, accumulators, alpha, beta, iterations,
     /// flag, threshold, r.r.
-    st: CudaSlice<f64>,
-    ticket: CudaSlice<u32>,
+    st: Shared<CudaSlice<f64>>,
+    ticket: Shared<CudaSlice<u32>>,
     pq: DeviceScalar,
     /// `b` and `x` in the stored order of a renumbered matrix.
     space: Option<Stored<K::Value>>,
+    /// The permutation of the renumbered upload `Cg::new` was given (kept
+    /// alive, so its identity cannot be reused): the Jacobi diagonal is in
+    /// its order, so `solve` takes only that upload.
+    perm: Option<Pin>,
 }
 
 /// `b` and `x` of a solve in a renumbered matrix's stored order.
@@ -196,7 +219,10 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
             }
             None => None,
         };
-        gpu.check_not_capturing("Cg::new")?;
+        let s = gpu.outside_capture("Cg::new")?;
+        let st = gpu.own(s.alloc_zeros::<f64>(CG_STATE_LEN)?);
+        let ticket = gpu.own(s.alloc_zeros::<u32>(1)?);
+        drop(s);
         Ok(Cg {
             kernel,
             n,
@@ -204,9 +230,10 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
             p: DeviceVec::zeros(gpu, n)?,
             q: DeviceVec::zeros(gpu, n)?,
             dinv,
-            st: gpu.stream().alloc_zeros::<f64>(CG_STATE_LEN)?,
-            ticket: gpu.stream().alloc_zeros::<u32>(1)?,
+            st,
+            ticket,
             pq: DeviceScalar::new(gpu)?,
+            perm: a.perm_pin(),
             space: if a.renumbering().is_none() {
                 None
             } else {
@@ -254,27 +281,47 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
                 opts.tol
             )));
         }
-        if a.renumbering().is_none() != self.space.is_none() {
+        let same_upload = match (&self.perm, a.perm_pin()) {
+            (None, None) => true,
+            (Some(mine), Some(theirs)) => {
+                std::ptr::addr_eq(Arc::as_ptr(mine), Arc::as_ptr(&theirs))
+            }
+            _ => false,
+        };
+        if !same_upload {
             return Err(RtError::InvalidArgument(
-                "Cg::solve needs the matrix upload Cg::new was given (one is renumbered, \
-                 the other not)"
+                "Cg::solve needs the matrix upload Cg::new was given: a renumbered matrix's \
+                 solve runs in its stored order (the Jacobi diagonal too), so another upload \
+                 or another renumbering is refused"
                     .into(),
             ));
         }
-        // Permuted space: b and x in the stored order for the whole solve.
+        chunk_of(opts.chunk, opts.max_iters)?;
+        // The workspace is put back whatever happens.
         let mut space = self.space.take();
-        if let Some(st) = &mut space {
-            a.to_internal(gpu, b, &mut st.b)?;
-            a.to_internal(gpu, x, &mut st.x)?;
-        }
-        let result = match &mut space {
-            Some(st) => self.solve_stored(gpu, a, &st.b, &mut st.x, opts),
-            None => self.solve_stored(gpu, a, b, x, opts),
-        };
-        if let Some(st) = &space {
-            a.to_user(gpu, &st.x, x)?;
-        }
+        let result = self.solve_in(gpu, a, b, x, opts, &mut space);
         self.space = space;
+        result
+    }
+
+    /// [`Cg::solve`] after the checks: through the stored-order copies of a
+    /// renumbered matrix.
+    fn solve_in(
+        &mut self,
+        gpu: &Gpu,
+        a: &DeviceCsr<K::Value>,
+        b: &DeviceVec<K::Value>,
+        x: &mut DeviceVec<K::Value>,
+        opts: &CgOptions,
+        space: &mut Option<Stored<K::Value>>,
+    ) -> Result<CgReport, RtError> {
+        let Some(st) = space else {
+            return self.solve_stored(gpu, a, b, x, opts);
+        };
+        a.to_internal(gpu, b, &mut st.b)?;
+        a.to_internal(gpu, x, &mut st.x)?;
+        let result = self.solve_stored(gpu, a, &st.b, &mut st.x, opts);
+        a.to_user(gpu, &st.x, x)?;
         result
     }
 
@@ -287,7 +334,7 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
         x: &mut DeviceVec<K::Value>,
         opts: &CgOptions,
     ) -> Result<CgReport, RtError> {
-        let chunk = opts.chunk.max(1);
+        let chunk = chunk_of(opts.chunk, opts.max_iters)?;
         let n = self.n as i32;
         // r = b - A x, ||b||, the threshold; then p = z, rho, r.r.
         self.kernel.spmv(gpu, &a.internal(), x, &mut self.q)?;
@@ -297,9 +344,10 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
         ops::nrm2(gpu, b, &bnorm_s)?;
         let bnorm = bnorm_s.get(gpu)?;
         let threshold = (opts.tol * bnorm).powi(2);
-        gpu.stream().memcpy_htod(
+        let mut head = self.st.slice_mut(..10);
+        gpu.outside_capture("Cg::solve")?.memcpy_htod(
             &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, threshold, 0.0, 0.0],
-            &mut self.st,
+            &mut head,
         )?;
         let dinv = self.dinv.as_ref().map(|d| d.as_slice());
         ops::cg_init(
@@ -312,7 +360,7 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
             &self.ticket,
         )?;
         let state = |gpu: &Gpu, st: &CudaSlice<f64>| -> Result<(usize, f64, f64), RtError> {
-            let s = gpu.stream().clone_dtoh(st)?;
+            let s = gpu.outside_capture("Cg::solve")?.clone_dtoh(st)?;
             Ok((s[5] as usize, s[6], s[8]))
         };
         let (_, flag, _) = state(gpu, &self.st)?;
@@ -331,6 +379,9 @@ impl<'k, K: SpmvKernel> Cg<'k, K> {
                 ..
             } = self;
             let graph = gpu.capture(|| {
+                r.check_gpu(gpu, "r")?;
+                gpu.pin(st);
+                gpu.pin(ticket);
                 for _ in 0..chunk {
                     // p . q stays in pq's accumulators: cg_update_r publishes it.
                     crate::launch::spmv_fused_unpublished(
@@ -397,8 +448,9 @@ pub struct PageRankOptions {
     pub tol: f64,
     /// At most this many iterations (rounded up to whole chunks).
     pub max_iters: usize,
-    /// Iterations per CUDA-graph replay; rounded up to an even number (the
-    /// iterates alternate between two vectors).
+    /// Iterations per CUDA-graph replay, in `1..=`[`MAX_CHUNK`] (capped by
+    /// `max_iters`); rounded up to an even number (the iterates alternate
+    /// between two vectors).
     pub chunk: usize,
 }
 
@@ -466,6 +518,7 @@ pub fn pagerank<K: SpmvKernel>(
         )));
     }
     require_epilogue(kernel, crate::Epilogue::AxpbyDot)?;
+    chunk_of(opts.chunk, opts.max_iters)?;
     // Permuted space: the mask and x in the stored order for the whole run.
     if !m.renumbering().is_none() {
         let mut mi = DeviceVec::zeros(gpu, n)?;
@@ -490,7 +543,8 @@ fn pagerank_stored<K: SpmvKernel>(
 ) -> Result<PageRankReport, RtError> {
     let n = m.rows();
     let m = &m.internal();
-    let chunk = opts.chunk.max(1).next_multiple_of(2);
+    // At most MAX_CHUNK (even): no overflow.
+    let chunk = chunk_of(opts.chunk, opts.max_iters)?.next_multiple_of(2);
     let inv_n = 1.0 / n as f64;
     let mut y = DeviceVec::<K::Value>::zeros(gpu, n)?;
     // y = d M x + (1 - d) / n + (d / n) m(x): the dangling mass m(x) is the
@@ -580,10 +634,19 @@ mod tests {
     }
 
     #[test]
-    fn default_options_are_sane() {
+    fn chunks_are_bounded_and_capped_by_the_iterations() {
+        for bad in [0, MAX_CHUNK + 1, usize::MAX] {
+            let err = chunk_of(bad, 100).unwrap_err().to_string();
+            assert!(err.contains(&format!("got {bad}")), "{err}");
+        }
+        assert_eq!(chunk_of(MAX_CHUNK, usize::MAX).unwrap(), MAX_CHUNK);
+        // Never more iterations captured than may run.
+        assert_eq!(chunk_of(500, 7).unwrap(), 7);
+        assert_eq!(chunk_of(25, 0).unwrap(), 1);
+        // The defaults are accepted as they are.
         let c = CgOptions::default();
-        assert!(c.tol > 0.0 && c.max_iters > 0 && c.chunk > 0);
+        assert_eq!(chunk_of(c.chunk, c.max_iters).unwrap(), c.chunk);
         let p = PageRankOptions::default();
-        assert!((0.0..1.0).contains(&p.damping) && p.chunk > 0);
+        assert_eq!(chunk_of(p.chunk, p.max_iters).unwrap(), p.chunk);
     }
 }

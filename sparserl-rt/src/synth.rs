@@ -563,7 +563,7 @@ mod tests {
             let m = stencil(&grid, pts).unwrap();
             let t = Csr::from_sprs(&m.to_sprs().transpose_view().to_csr()).unwrap();
             assert_eq!(m, t, "symmetric");
-            let sums = m.spmv_f64(&vec![1.0; m.cols()]);
+            let sums = m.spmv_f64(&vec![1.0; m.cols()]).unwrap();
             assert!(sums.iter().all(|&s| s >= 0.0));
             assert!(sums.contains(&0.0), "an interior row sums to 0");
             for r in 0..m.rows() {

@@ -287,8 +287,21 @@ impl Variant {
         matches!(self.strategy, Strategy::NnzSplit)
     }
 
-    /// Grid size (number of blocks) for a matrix with `rows` rows and `nnz` nonzeros.
-    pub fn grid(&self, rows: usize, nnz: usize) -> u32 {
+    /// Grid size (number of blocks) for a matrix with `rows` rows and `nnz`
+    /// nonzeros; [`RtError::InvalidVariant`](crate::RtError::InvalidVariant)
+    /// for a variant that fails [`Variant::validate`] (its fields are public:
+    /// a zero `block` or `items` would otherwise divide by zero).
+    pub fn grid(&self, rows: usize, nnz: usize) -> Result<u32, crate::RtError> {
+        self.validate()
+            .map_err(|reason| crate::RtError::InvalidVariant {
+                variant: self.id(),
+                reason,
+            })?;
+        Ok(self.grid_of_valid(rows, nnz))
+    }
+
+    /// [`Variant::grid`] of a validated variant.
+    fn grid_of_valid(&self, rows: usize, nnz: usize) -> u32 {
         let work_items: usize = match self.strategy {
             Strategy::ThreadPerRow | Strategy::Diagonal => rows,
             // Sell: one thread per row slot (rows rounded up to slices).
@@ -521,9 +534,24 @@ mod tests {
     #[test]
     fn grid_covers_work() {
         let v = Variant::of(Strategy::GroupPerRow);
-        assert_eq!(v.grid(1000, 5000), (1000 * 8usize).div_ceil(256) as u32);
-        assert_eq!(Variant::FALLBACK.grid(10, 0), 1);
-        assert_eq!(Variant::of(Strategy::BlockPerRow).grid(7, 70), 7);
+        assert_eq!(
+            v.grid(1000, 5000).unwrap(),
+            (1000 * 8usize).div_ceil(256) as u32
+        );
+        assert_eq!(Variant::FALLBACK.grid(10, 0).unwrap(), 1);
+        assert_eq!(Variant::of(Strategy::BlockPerRow).grid(7, 70).unwrap(), 7);
+    }
+
+    #[test]
+    fn grid_of_an_invalid_variant_is_an_error_not_a_division_by_zero() {
+        let mut v = Variant::of(Strategy::GroupPerRow);
+        v.block = 0;
+        let err = v.grid(1000, 5000).unwrap_err().to_string();
+        assert!(err.contains("block 0"), "{err}");
+        let mut v = Variant::of(Strategy::NnzSplit);
+        v.items = 0;
+        let err = v.grid(1000, 5000).unwrap_err().to_string();
+        assert!(err.contains("items 0"), "{err}");
     }
 
     #[test]

@@ -9,7 +9,8 @@ use sparserl_rt::reorder::Reorder;
 use sparserl_rt::{binned, dia, narrow, sell, tiled};
 
 /// A random CSR matrix: up to 40 x 40 with up to 400 entries, or up to 3
-/// rows of 24000 columns with up to 20000 entries.
+/// rows of 70000 columns with up to 20000 entries (so that nonzeros farther
+/// than `i16::MAX` from the diagonal occur).
 fn csr_strategy() -> impl Strategy<Value = Csr> {
     (1usize..40, 1usize..40, any::<bool>())
         .prop_flat_map(|(rows, cols, long)| {
@@ -17,7 +18,7 @@ fn csr_strategy() -> impl Strategy<Value = Csr> {
             // tile, rows cut into several pieces of up to `tiled::PIECE`
             // nonzeros, and binned long rows occur.
             let (rows, cols, max) = if long {
-                (rows.min(3), 24_000, 20_000)
+                (rows.min(3), 70_000, 20_000)
             } else {
                 (rows, cols, 400)
             };
@@ -37,6 +38,52 @@ fn csr_strategy() -> impl Strategy<Value = Csr> {
         })
 }
 
+/// A matrix the diagonal layout must take: up to 200 rows (square, or up to
+/// 3 columns more), every in-range entry of 1 to 8 diagonals within
+/// a quarter of the rows of the main one (padding at most 25% per diagonal).
+fn banded_strategy() -> impl Strategy<Value = Csr> {
+    (4usize..200, 0i64..4)
+        .prop_flat_map(|(rows, extra)| {
+            let cols = (rows as i64 + extra).max(1) as usize;
+            let reach = (rows / 4) as i32;
+            (
+                Just(rows),
+                Just(cols),
+                proptest::collection::btree_set(-reach..=reach, 1..9),
+            )
+        })
+        .prop_map(|(rows, cols, offsets)| {
+            let mut t = Vec::new();
+            for (k, &o) in offsets.iter().enumerate() {
+                for r in 0..rows as i64 {
+                    let c = r + o as i64;
+                    if (0..cols as i64).contains(&c) {
+                        t.push((r as u32, c as u32, 1.0 + (k as f64) + (r % 5) as f64));
+                    }
+                }
+            }
+            Csr::from_triplets(rows, cols, &t).expect("in-range triplets")
+        })
+}
+
+/// Diagonal layout back to dense (checking the padding is zero).
+fn dia_dense(csr: &Csr, offsets: &[i32], vals: &[f64]) -> Result<Vec<f64>, TestCaseError> {
+    prop_assert_eq!(vals.len(), offsets.len() * csr.rows());
+    let mut back = vec![0.0; csr.rows() * csr.cols()];
+    for (d, &off) in offsets.iter().enumerate() {
+        for r in 0..csr.rows() {
+            let c = r as i64 + off as i64;
+            let v = vals[d * csr.rows() + r];
+            if (0..csr.cols() as i64).contains(&c) {
+                back[r * csr.cols() + c as usize] += v;
+            } else {
+                prop_assert_eq!(v, 0.0, "padding outside the matrix must be zero");
+            }
+        }
+    }
+    Ok(back)
+}
+
 fn dense(csr: &Csr) -> Vec<f64> {
     let mut d = vec![0.0; csr.rows() * csr.cols()];
     for r in 0..csr.rows() {
@@ -54,21 +101,18 @@ proptest! {
     fn diagonal_layout_round_trips(csr in csr_strategy()) {
         if let Some(offsets) = dia::diagonal_offsets(&csr) {
             let vals = dia::diagonal_values(&csr, &offsets, csr.values());
-            prop_assert_eq!(vals.len(), offsets.len() * csr.rows());
-            let mut back = vec![0.0; csr.rows() * csr.cols()];
-            for (d, &off) in offsets.iter().enumerate() {
-                for r in 0..csr.rows() {
-                    let c = r as i64 + off as i64;
-                    let v = vals[d * csr.rows() + r];
-                    if (0..csr.cols() as i64).contains(&c) {
-                        back[r * csr.cols() + c as usize] += v;
-                    } else {
-                        prop_assert_eq!(v, 0.0, "padding outside the matrix must be zero");
-                    }
-                }
-            }
-            prop_assert_eq!(back, dense(&csr));
+            prop_assert_eq!(dia_dense(&csr, &offsets, &vals)?, dense(&csr));
         }
+    }
+
+    #[test]
+    fn banded_matrices_get_the_diagonal_layout_and_round_trip(csr in banded_strategy()) {
+        // At most 8 diagonals and 25% padding: the layout must be built.
+        let offsets = dia::diagonal_offsets(&csr);
+        prop_assert!(offsets.is_some(), "{} x {} banded, nnz {}", csr.rows(), csr.cols(), csr.nnz());
+        let offsets = offsets.unwrap_or_default();
+        let vals = dia::diagonal_values(&csr, &offsets, csr.values());
+        prop_assert_eq!(dia_dense(&csr, &offsets, &vals)?, dense(&csr));
     }
 
     #[test]
@@ -124,7 +168,7 @@ proptest! {
     fn sell_layout_round_trips(csr in csr_strategy()) {
         // Without the padding limit, so that every random matrix is built.
         let l = sell::SellLayout::build_with_limit(&csr, f64::INFINITY).expect("fits");
-        let vals = l.values(csr.values(), 0.0);
+        let vals = l.values(csr.values(), 0.0).expect("the layout's own matrix");
         let mut d = vec![0.0; csr.rows() * csr.cols()];
         let mut seen = vec![false; csr.rows()];
         for (slot, &r) in l.row_of.iter().enumerate() {

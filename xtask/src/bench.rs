@@ -263,7 +263,7 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
     // Oracle: sweep with a shared reference, then re-measure the top 3.
     let x: Vec<T> = random_x(csr.cols(), 0x0b5e_55ed);
     let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-    let reference = csr.spmv_f64(&x64);
+    let reference = csr.spmv_f64(&x64)?;
     let results = if ctx.oracle {
         sweep::<T>(ctx, &bench)?
     } else {

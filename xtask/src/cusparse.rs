@@ -163,10 +163,14 @@ impl<'a, T: Scalar> CusparseSpmv<'a, T> {
     pub fn new(gpu: &Gpu, a: &'a DeviceCsr<T>, x: &[T], copies: usize) -> Result<Self> {
         library_status()?;
         anyhow::ensure!(x.len() == a.cols(), "x must have cols entries");
-        gpu.context()
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        unsafe { gpu.context() }
             .bind_to_thread()
             .context("binding the CUDA context")?;
-        let stream = gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { gpu.stream() };
         let mut handle: sys::cusparseHandle_t = std::ptr::null_mut();
         // SAFETY: the library is loaded (checked above); `handle` is a valid
         // out-pointer.
@@ -245,7 +249,9 @@ impl<'a, T: Scalar> CusparseSpmv<'a, T> {
         if self.work[alg.index()].is_some() {
             return Ok(());
         }
-        self.gpu.context().bind_to_thread()?;
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        unsafe { self.gpu.context() }.bind_to_thread()?;
         let (alpha, beta) = Self::scalars();
         let value = data_type(T::TYPE);
         let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
@@ -270,7 +276,9 @@ impl<'a, T: Scalar> CusparseSpmv<'a, T> {
             },
             &format!("cusparseSpMV_bufferSize({})", alg.name()),
         )?;
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() }.clone();
         let mut buf = stream
             .alloc_zeros::<u8>(size.max(1))
             .context("allocating the cuSPARSE work buffer")?;
@@ -306,7 +314,9 @@ impl<'a, T: Scalar> CusparseSpmv<'a, T> {
         self.prepare(alg)?;
         let i = i % self.xs.len();
         let (alpha, beta) = Self::scalars();
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() }.clone();
         let Some(buf) = self.work[alg.index()].as_mut() else {
             bail!("work buffer of {} missing", alg.name());
         };
@@ -345,8 +355,9 @@ impl<'a, T: Scalar> CusparseSpmv<'a, T> {
     pub fn set_y0(&mut self, data: &[T]) -> Result<()> {
         anyhow::ensure!(data.len() == self.a.rows(), "y must have rows entries");
         if !data.is_empty() {
-            self.gpu
-                .stream()
+            // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+            // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+            unsafe { self.gpu.stream() }
                 .memcpy_htod(data, &mut self.ys[0])
                 .context("writing y")?;
         }
@@ -355,9 +366,9 @@ impl<'a, T: Scalar> CusparseSpmv<'a, T> {
 
     /// Reads `y_0` back (waits for queued work).
     pub fn read_y0(&self) -> Result<Vec<T>> {
-        let mut y = self
-            .gpu
-            .stream()
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let mut y = unsafe { self.gpu.stream() }
             .clone_dtoh(&self.ys[0])
             .context("reading y")?;
         y.truncate(self.a.rows());
@@ -367,8 +378,12 @@ impl<'a, T: Scalar> CusparseSpmv<'a, T> {
 
 impl<T: Scalar> Drop for CusparseSpmv<'_, T> {
     fn drop(&mut self) {
-        let _ = self.gpu.stream().synchronize();
-        let _ = self.gpu.context().bind_to_thread();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let _ = unsafe { self.gpu.stream() }.synchronize();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let _ = unsafe { self.gpu.context() }.bind_to_thread();
         for d in self.x_descr.drain(..).chain(self.y_descr.drain(..)) {
             // SAFETY: each descriptor was created by cusparseCreateDnVec and
             // is destroyed exactly once (drained); queued work has finished.

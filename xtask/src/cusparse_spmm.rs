@@ -141,7 +141,8 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
             x.len()
         );
         a.check_gpu(gpu)?;
-        gpu.context()
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        unsafe { gpu.context() }
             .bind_to_thread()
             .context("binding the CUDA context")?;
         let mut handle: sys::cusparseHandle_t = std::ptr::null_mut();
@@ -166,7 +167,8 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
             notes: Vec::new(),
             next: 0,
         };
-        let stream = gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        let stream = unsafe { gpu.stream() };
         // SAFETY: `handle` is live; the stream belongs to the current context
         // and outlives the handle (the Gpu is held by `me`, Drop destroys the
         // handle first).
@@ -190,7 +192,8 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
     }
 
     fn create_dense_descriptors(&mut self) -> Result<()> {
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        let stream = unsafe { self.gpu.stream() }.clone();
         let value = data_type(T::TYPE);
         let (xr, yr, n) = (self.a.cols(), self.a.rows(), self.n);
         for i in 0..self.xs.len() {
@@ -279,7 +282,8 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
         if self.work[alg.index()].is_some() {
             return Ok(());
         }
-        self.gpu.context().bind_to_thread()?;
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        unsafe { self.gpu.context() }.bind_to_thread()?;
         let (alpha, beta) = Self::scalars();
         let mat = self.mats[alg.index()];
         let mut size: usize = 0;
@@ -302,7 +306,8 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
             )
         };
         check(st, &format!("cusparseSpMM_bufferSize({})", alg.short()))?;
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        let stream = unsafe { self.gpu.stream() }.clone();
         let mut buf = stream
             .alloc_zeros::<u8>(size.max(1))
             .context("allocating the cuSPARSE work buffer")?;
@@ -342,7 +347,8 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
         self.prepare(alg)?;
         let i = i % self.xs.len();
         let (alpha, beta) = Self::scalars();
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        let stream = unsafe { self.gpu.stream() }.clone();
         let mat = self.mats[alg.index()];
         let Some(p) = self.work[alg.index()].as_mut() else {
             bail!("work buffer of {} missing", alg.name());
@@ -382,7 +388,8 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
         if poison {
             crate::bench_spmm::rowerr::poison(&self.gpu, &mut self.ys[0])
         } else {
-            let stream = self.gpu.stream().clone();
+            // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+            let stream = unsafe { self.gpu.stream() }.clone();
             Ok(stream.memset_zeros(&mut self.ys[0])?)
         }
     }
@@ -401,8 +408,10 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
 
 impl<T: Scalar> Drop for CusparseSpmm<'_, T> {
     fn drop(&mut self) {
-        let _ = self.gpu.stream().synchronize();
-        let _ = self.gpu.context().bind_to_thread();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        let _ = unsafe { self.gpu.stream() }.synchronize();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        let _ = unsafe { self.gpu.context() }.bind_to_thread();
         for d in self.x_descr.drain(..).chain(self.y_descr.drain(..)) {
             // SAFETY: each descriptor was created by cusparseCreateDnMat and
             // is destroyed exactly once (drained); queued work has finished.

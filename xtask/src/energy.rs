@@ -229,7 +229,7 @@ fn measure_cusparse<T: Scalar>(ctx: &Ctx, bench: &Bench<T>) -> Result<(Alg, Ener
     let csr = bench.csr();
     let x: Vec<T> = random_x(csr.cols());
     let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-    let reference = csr.spmv_f64(&x64);
+    let reference = csr.spmv_f64(&x64)?;
     let mut cs = CusparseSpmv::new(gpu, bench.device_csr(), &x, bench.copies())?;
     let mut best: Option<(Alg, f64)> = None;
     for alg in cusparse::ALGS {

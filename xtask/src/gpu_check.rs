@@ -359,7 +359,10 @@ fn load_all(gpu: &Gpu, compiled: Vec<Compiled>) -> Result<HashMap<ValueType, Loa
     for c in compiled {
         let f = match c.result {
             Err(e) => Err(e),
-            Ok((entry, ptx)) => match gpu.load_ptx(&entry, &ptx) {
+            // SAFETY: generated entries are named after their variant, value type
+            // and epilogue (one code per name); launched through Bench's unsafe
+            // methods for that variant.
+            Ok((entry, ptx)) => match unsafe { gpu.load_ptx(&entry, &ptx) } {
                 Ok(f) => Ok(f),
                 Err(e) if e.is_context_fatal() => {
                     return Err(Fatal {

@@ -213,10 +213,13 @@ fn compile(gpu: &Gpu, c: &Candidate, idx: usize) -> Result<CudaFunction> {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    Ok(gpu.function_or_load(&entry, || {
+    let build = || {
         sparserl_rt::nvrtc::compile_ptx(&text, &arch, &opts)
             .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
-    })?)
+    };
+    // SAFETY: `lab_source` gives every candidate an entry name of its own
+    // (its index); launched with the kernel ABI of its variant.
+    Ok(unsafe { gpu.function_or_load(&entry, build) }?)
 }
 
 /// Runs the lab.
@@ -319,7 +322,9 @@ fn candidate_row(
         });
     }
     let a = bench.device_csr();
-    let stream = gpu.stream();
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+    // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+    let stream = unsafe { gpu.stream() };
     let x = stream.alloc_zeros::<f32>(a.cols().max(1))?;
     let mut y = stream.alloc_zeros::<f32>(a.rows().max(1))?;
     let times = time_launches::<anyhow::Error>(
@@ -410,14 +415,21 @@ fn perm_rows(gpu: &Gpu, n: usize, reps: u32, out: &mut String) -> Result<()> {
     for (i, &p) in perm.iter().enumerate() {
         inv[p as usize] = i as i32;
     }
-    let stream = gpu.stream();
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+    // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+    let stream = unsafe { gpu.stream() };
     let arch = gpu.arch();
     // One compilation; each entry is loaded from the same PTX.
     let ptx = sparserl_rt::nvrtc::compile_ptx(PERM_SRC, &arch, &[])?;
-    let g = gpu.function_or_load("lab_gather", || Ok(ptx.clone()))?;
-    let s = gpu.function_or_load("lab_scatter", || Ok(ptx.clone()))?;
-    let g4 = gpu.function_or_load("lab_gather4", || Ok(ptx.clone()))?;
-    let g8 = gpu.function_or_load("lab_gather8", || Ok(ptx.clone()))?;
+    // SAFETY: the `lab_*` entries exist only in PERM_SRC and are launched
+    // with its argument lists below.
+    let load = |name: &str| unsafe { gpu.function_or_load(name, || Ok(ptx.clone())) };
+    let (g, s, g4, g8) = (
+        load("lab_gather")?,
+        load("lab_scatter")?,
+        load("lab_gather4")?,
+        load("lab_gather8")?,
+    );
     let dp = stream.clone_htod(&perm)?;
     let di = stream.clone_htod(&inv)?;
     let src = stream.clone_htod(&vec![1.0f32; n])?;

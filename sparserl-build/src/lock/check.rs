@@ -178,6 +178,7 @@ pattern = { kind = "stencil", grid = [8, 8], points = 5 }
         LockFile {
             version: LOCK_VERSION,
             kernel: entries,
+            spmm: Vec::new(),
         }
     }
 

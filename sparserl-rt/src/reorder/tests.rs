@@ -47,13 +47,13 @@ fn is_permutation(p: &Permutation) -> bool {
 fn every_order_is_a_permutation_that_keeps_the_product() {
     let (a, _) = scrambled_grid(23);
     let x: Vec<f64> = (0..a.cols()).map(|i| (i as f64 * 0.37).sin()).collect();
-    let y = a.spmv_f64(&x);
+    let y = a.spmv_f64(&x).unwrap();
     for r in [Reorder::Rcm, Reorder::Degree] {
         let p = r.permutation(&a).unwrap();
         assert!(is_permutation(&p), "{r}");
         let b = p.apply(&a).unwrap();
         assert_eq!(b.nnz(), a.nnz());
-        let yb = b.spmv_f64(&p.to_new(&x));
+        let yb = b.spmv_f64(&p.to_new(&x)).unwrap();
         let back = p.to_old(&yb);
         for (u, v) in back.iter().zip(&y) {
             assert!((u - v).abs() < 1e-12, "{r}: {u} vs {v}");
@@ -166,8 +166,8 @@ fn a_permutation_applies_only_to_matrices_of_its_size() {
     let (big, _) = scrambled_grid(120);
     let p = Reorder::Degree.permutation(&big).unwrap();
     let x: Vec<f64> = (0..big.cols()).map(|i| i as f64 % 7.0).collect();
-    let y = big.spmv_f64(&x);
-    let yb = p.apply(&big).unwrap().spmv_f64(&p.to_new(&x));
+    let y = big.spmv_f64(&x).unwrap();
+    let yb = p.apply(&big).unwrap().spmv_f64(&p.to_new(&x)).unwrap();
     assert_eq!(p.to_old(&yb), y);
     // Split over threads (as large matrices are): the same matrix.
     assert_eq!(p.apply_split(&big, 1000), p.apply(&big));

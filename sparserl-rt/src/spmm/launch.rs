@@ -340,7 +340,8 @@ impl<T: Scalar> RawArgs<'_, T> {
             block_dim: (block, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = gpu.stream().launch_builder(func);
+        let stream = gpu.enqueue("SpmmKernel::spmm")?;
+        let mut b = stream.launch_builder(func);
         b.arg(&rows)
             .arg(&cols)
             .arg(&nnz)

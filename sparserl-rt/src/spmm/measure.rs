@@ -464,9 +464,11 @@ pub unsafe fn load_ptx_entries(
         .map(|&(w, e)| entry_names(&v, value, layout, w, e))
         .collect();
     let flat: Vec<String> = lists.iter().flatten().cloned().collect();
-    let mut funcs = gpu
-        .functions_of_module(&flat, || Ok(Ptx::from_src(ptx.to_string())))?
-        .into_iter();
+    // SAFETY: forwarded from the caller's contract (the entries are those
+    // of `ptx`, a unit of this variant, value type and layout).
+    let mut funcs =
+        unsafe { gpu.functions_of_module(&flat, || Ok(Ptx::from_src(ptx.to_string()))) }?
+            .into_iter();
     let mut out = Vec::with_capacity(which.len());
     for (&(width, _), names) in which.iter().zip(&lists) {
         let mut next = || {

@@ -4,7 +4,10 @@ use super::*;
 
 /// `||b - A x|| / ||b||` in float64 on the host (`||b - A x||` when `b = 0`).
 pub(super) fn rel_residual(a: &Csr, b: &[f64], x: &[f64]) -> f64 {
-    let ax = a.spmv_f64(x);
+    // Callers pass x of the matrix's size (a solution of it).
+    let Ok(ax) = a.spmv_f64(x) else {
+        return f64::NAN;
+    };
     let res = b
         .iter()
         .zip(&ax)
@@ -89,7 +92,9 @@ impl<T: Scalar> VendorCg<T> {
         };
         let dev =
             DeviceCsr::<T>::upload_with(gpu, a, Layouts::NONE).context("uploading the matrix")?;
-        let stream = gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { gpu.stream() };
         let alloc = || stream.alloc_zeros::<T>(n).context("allocating a CG vector");
         let (x, r, p, q) = (alloc()?, alloc()?, alloc()?, alloc()?);
         let scalars = stream
@@ -122,7 +127,9 @@ impl<T: Scalar> VendorCg<T> {
     /// Restores `x = 0`, `r = p = b`, the scalar slots (with `one = 1`) and,
     /// with cuBLAS left in device pointer mode, `rr = r·r` on the device.
     fn reset(&mut self) -> Result<()> {
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() }.clone();
         stream.memset_zeros(&mut self.x)?;
         stream.memcpy_htod(&self.b, &mut self.r)?;
         stream.memcpy_htod(&self.b, &mut self.p)?;
@@ -141,7 +148,9 @@ impl<T: Scalar> VendorCg<T> {
             block_dim: (1, 1, 1),
             shared_mem_bytes: 0,
         };
-        let stream = self.gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() };
         let mut builder = stream.launch_builder(f);
         builder.arg(&mut self.scalars);
         // SAFETY: the kernel takes one `T*` and touches slots below CG_SLOTS,
@@ -252,7 +261,9 @@ impl<T: Scalar> VendorCg<T> {
 
     /// The current `x` (waits for queued work).
     pub fn x(&self) -> Result<Vec<T>> {
-        Ok(self.gpu.stream().clone_dtoh(&self.x)?)
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        Ok(unsafe { self.gpu.stream() }.clone_dtoh(&self.x)?)
     }
 
     /// Bytes of the CSR arrays.

@@ -63,7 +63,9 @@ pub(crate) struct Blas {
 impl Blas {
     pub(crate) fn new(gpu: &Gpu) -> Result<Self> {
         blas_library_status()?;
-        gpu.context()
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        unsafe { gpu.context() }
             .bind_to_thread()
             .context("binding the CUDA context")?;
         let mut handle: blas::cublasHandle_t = std::ptr::null_mut();
@@ -79,7 +81,9 @@ impl Blas {
             mode: Cell::new(Mode::Host),
             workspace: None,
         };
-        let stream = gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { gpu.stream() };
         // SAFETY: `handle` is live; the stream belongs to the current context
         // and outlives the handle (`me` holds the Gpu, Drop destroys the
         // handle first).
@@ -165,7 +169,9 @@ impl Blas {
             "dot: vectors shorter than {n}"
         );
         let len = c_len(n)?;
-        let stream = self.gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() };
         let res: *mut c_void = match out {
             Out::Host(r) => {
                 self.require(Mode::Host)?;
@@ -224,7 +230,9 @@ impl Blas {
             "axpy: vectors shorter than {n}"
         );
         let len = c_len(n)?;
-        let stream = self.gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() };
         let mut keep = T::default();
         let ap = self.input_ptr(alpha, &mut keep)?;
         let (xp, _gx) = x.device_ptr(stream);
@@ -268,7 +276,9 @@ impl Blas {
     ) -> Result<()> {
         ensure!(x.len() >= n, "scal: vector shorter than {n}");
         let len = c_len(n)?;
-        let stream = self.gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() };
         let mut keep = T::default();
         let ap = self.input_ptr(alpha, &mut keep)?;
         let (xp, _gx) = x.device_ptr_mut(stream);
@@ -299,7 +309,8 @@ impl Blas {
         );
         self.require(Mode::Host)?;
         let (cm, ck, cn) = (c_len(m)?, c_len(k)?, c_len(n)?);
-        let stream = self.gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        let stream = unsafe { self.gpu.stream() };
         let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
         let (ap, _ga) = a.device_ptr(stream);
         let (bp, _gb) = b.device_ptr(stream);
@@ -358,8 +369,12 @@ impl Blas {
 
 impl Drop for Blas {
     fn drop(&mut self) {
-        let _ = self.gpu.stream().synchronize();
-        let _ = self.gpu.context().bind_to_thread();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let _ = unsafe { self.gpu.stream() }.synchronize();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let _ = unsafe { self.gpu.context() }.bind_to_thread();
         if !self.handle.is_null() {
             // SAFETY: created by cublasCreate, destroyed once; queued work
             // has finished. The workspace is freed afterwards (field drop).

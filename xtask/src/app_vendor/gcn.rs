@@ -119,7 +119,8 @@ fn bias_relu(
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
-    let mut l = gpu.stream().launch_builder(f);
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+    let mut l = unsafe { gpu.stream() }.launch_builder(f);
     l.arg(y).arg(b).arg(&len).arg(&fi);
     // SAFETY: BIAS_RELU takes (float*, const float*, long long, int); `y`
     // holds rows x f_out values and `b` f_out (checked by the caller), both
@@ -140,7 +141,8 @@ pub fn run_gcn(
     library_status()?;
     let blas = Blas::new(gpu)?;
     let a = DeviceCsr::<f32>::upload_with(gpu, layer.a_hat, Layouts::NONE)?;
-    let stream = gpu.stream();
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+    let stream = unsafe { gpu.stream() };
     let h = stream.clone_htod(layer.h)?;
     let w = stream.clone_htod(layer.w)?;
     let b = stream.clone_htod(layer.bias)?;
@@ -154,12 +156,15 @@ pub fn run_gcn(
     drop(spmm_dref);
     let (alg, spmm_us): (SpmmAlg, f64) =
         best.ok_or_else(|| anyhow!("no cuSPARSE SpMM algorithm passed the check"))?;
-    let f = gpu
-        .function_or_load(BIAS_RELU, || {
+    // SAFETY: this entry name is this module's own (no other code loads it)
+    // and names the code its closure compiles.
+    let f = unsafe {
+        gpu.function_or_load(BIAS_RELU, || {
             sparserl_rt::nvrtc::compile_ptx(BIAS_RELU_SOURCE, &gpu.arch(), &[])
                 .map_err(|e| RtError::Compile(e.to_string()))
         })
-        .context("loading the bias-ReLU kernel")?;
+    }
+    .context("loading the bias-ReLU kernel")?;
     let run = |cs: &mut CusparseSpmm<'_, f32>| -> Result<()> {
         blas.gemm_row_major((nodes, fi, fo), &h, &w, cs.x0_mut())?;
         cs.launch(alg, 0)?;

@@ -1,6 +1,19 @@
 //! Vendor baseline of the application benchmark: conjugate gradients (CG) and
 //! PageRank written with cuSPARSE and cuBLAS, in two forms each.
 //!
+//! # Raw-handle contract
+//!
+//! The vendor code (this module, `cusparse.rs`, the gather floor and the
+//! kernel lab) uses the `Gpu`'s raw stream and context (`Gpu::stream` and
+//! `Gpu::context` are `unsafe`). Every such use keeps their contract: each
+//! `Gpu` is used by one thread; no sparserl-rt capture is in progress while
+//! raw work is enqueued, and no sparserl-rt call runs inside the captures
+//! made here (`capture_graph` records only vendor calls and this module's
+//! kernels); raw work touches only buffers allocated here (or the CSR arrays
+//! of `DeviceCsr::raw_csr`, read only) with the lengths they were allocated
+//! with; no other stream is made from the context; what is allocated on the
+//! stream is freed by its owner on the same stream.
+//!
 //! # Setup (shared by both forms, not timed)
 //!
 //! * The CSR matrix is uploaded once (32-bit row pointers and column indices,
@@ -165,8 +178,11 @@ fn load_kernels<const N: usize>(gpu: &Gpu, entries: [&str; N]) -> Result<[CudaFu
     let mut ptx: Option<String> = None;
     let mut out = Vec::with_capacity(N);
     for entry in entries {
-        let f = gpu
-            .function_or_load(entry, || {
+        // SAFETY: the entries of `kernel_source` have names of their own
+        // (`sparserl_vendor_*`), one source per name; launched with its
+        // argument lists below.
+        let f = unsafe {
+            gpu.function_or_load(entry, || {
                 if ptx.is_none() {
                     let p = sparserl_rt::nvrtc::compile_ptx(&kernel_source(), &gpu.arch(), &[])
                         .map_err(|e| RtError::Compile(e.to_string()))?;
@@ -174,7 +190,8 @@ fn load_kernels<const N: usize>(gpu: &Gpu, entries: [&str; N]) -> Result<[CudaFu
                 }
                 Ok(ptx.clone().unwrap_or_default())
             })
-            .with_context(|| format!("loading kernel {entry}"))?;
+        }
+        .with_context(|| format!("loading kernel {entry}"))?;
         out.push(f);
     }
     out.try_into().map_err(|_| anyhow!("kernel count mismatch"))
@@ -203,13 +220,17 @@ fn is_f32<T: Scalar>() -> bool {
 /// Device address of element `i` of `s`.
 fn elem_ptr<T: Scalar>(gpu: &Gpu, s: &CudaSlice<T>, i: usize) -> Result<drv::CUdeviceptr> {
     ensure!(i < s.len(), "scalar slot {i} out of range");
-    let (p, _g) = s.device_ptr(gpu.stream());
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+    // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+    let (p, _g) = s.device_ptr(unsafe { gpu.stream() });
     Ok(p + (i * std::mem::size_of::<T>()) as drv::CUdeviceptr)
 }
 
 /// Timing events (the default flags of `new_event` disable timing).
 fn timing_event(gpu: &Gpu) -> Result<CudaEvent> {
-    gpu.context()
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+    // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+    unsafe { gpu.context() }
         .new_event(Some(drv::CUevent_flags::CU_EVENT_DEFAULT))
         .context("creating a timing event")
 }
@@ -217,7 +238,9 @@ fn timing_event(gpu: &Gpu) -> Result<CudaEvent> {
 /// Milliseconds between two events recorded around `enqueue` on the stream.
 fn timed_ms(gpu: &Gpu, enqueue: impl FnOnce() -> Result<()>) -> Result<f64> {
     let (start, stop) = (timing_event(gpu)?, timing_event(gpu)?);
-    let stream = gpu.stream();
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+    // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+    let stream = unsafe { gpu.stream() };
     stream.synchronize()?;
     start.record(stream)?;
     enqueue()?;
@@ -232,7 +255,9 @@ fn capture_graph(
     n: usize,
     step: &mut dyn FnMut(usize) -> Result<()>,
 ) -> Result<CudaGraph> {
-    let stream = gpu.stream();
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+    // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+    let stream = unsafe { gpu.stream() };
     stream.synchronize()?;
     stream
         .begin_capture(drv::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)

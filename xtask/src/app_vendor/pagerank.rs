@@ -79,7 +79,9 @@ impl VendorPr {
             load_kernels(gpu, [PR_TELEPORT, PR_ADD_DEV, PR_ADD_HOST])?;
         let dev =
             DeviceCsr::<f32>::upload_with(gpu, m, Layouts::NONE).context("uploading the matrix")?;
-        let stream = gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { gpu.stream() };
         let v = [
             stream.alloc_zeros::<f32>(n).context("allocating x")?,
             stream.alloc_zeros::<f32>(n).context("allocating y")?,
@@ -114,7 +116,9 @@ impl VendorPr {
     /// `x = 1/n` in `v[0]`.
     fn reset(&mut self) -> Result<()> {
         let x0 = vec![1.0f32 / self.n as f32; self.n];
-        self.gpu.stream().memcpy_htod(&x0, &mut self.v[0])?;
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        unsafe { self.gpu.stream() }.memcpy_htod(&x0, &mut self.v[0])?;
         Ok(())
     }
 
@@ -139,7 +143,9 @@ impl VendorPr {
             &self.mask,
             Out::Dev(&mut self.scalars, PR_DANGLING),
         )?;
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() }.clone();
         let mut b = stream.launch_builder(&self.teleport);
         b.arg(&mut self.scalars).arg(&self.damping).arg(&inv_n);
         let one = LaunchConfig {
@@ -173,7 +179,9 @@ impl VendorPr {
         self.spmv
             .spmv(self.damping, 0.0, self.vec_ids[src], self.vec_ids[dst])?;
         let cfg = self.add_config();
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() }.clone();
         let mut b = stream.launch_builder(&self.add_host);
         b.arg(&mut self.v[dst]).arg(&c).arg(&n);
         // SAFETY: the kernel takes (float*, float, int) and touches the first
@@ -222,7 +230,9 @@ impl VendorPr {
 
     /// The ranks after `iterations` iterations (waits for queued work).
     pub fn x(&self, iterations: usize) -> Result<Vec<f32>> {
-        Ok(self.gpu.stream().clone_dtoh(&self.v[iterations % 2])?)
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        Ok(unsafe { self.gpu.stream() }.clone_dtoh(&self.v[iterations % 2])?)
     }
 
     /// Bytes of the CSR arrays.

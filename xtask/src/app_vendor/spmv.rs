@@ -20,10 +20,14 @@ pub(super) struct SpmvPlan<T: Scalar> {
 impl<T: Scalar> SpmvPlan<T> {
     pub(super) fn new(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<Self> {
         library_status()?;
-        gpu.context()
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        unsafe { gpu.context() }
             .bind_to_thread()
             .context("binding the CUDA context")?;
-        let stream = gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { gpu.stream() };
         let mut handle: sp::cusparseHandle_t = std::ptr::null_mut();
         // SAFETY: the library is loaded (checked above); `handle` is a valid
         // out-pointer.
@@ -62,7 +66,9 @@ impl<T: Scalar> SpmvPlan<T> {
     pub(super) fn add_vector(&mut self, v: &CudaSlice<T>, len: usize) -> Result<usize> {
         ensure!(v.len() >= len, "vector shorter than {len}");
         let mut d: sp::cusparseDnVecDescr_t = std::ptr::null_mut();
-        let (p, _g) = v.device_ptr(self.gpu.stream());
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let (p, _g) = v.device_ptr(unsafe { self.gpu.stream() });
         // SAFETY: `p` holds at least `len` elements of T; the owner keeps the
         // slice alive until after this plan is dropped (see the type docs).
         sp_check(
@@ -102,7 +108,9 @@ impl<T: Scalar> SpmvPlan<T> {
             },
             "cusparseSpMV_bufferSize",
         )?;
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() }.clone();
         let mut buf = stream
             .alloc_zeros::<u8>(size.max(1))
             .context("allocating the cuSPARSE work buffer")?;
@@ -136,7 +144,9 @@ impl<T: Scalar> SpmvPlan<T> {
     /// Enqueues `vecs[y] = alpha A vecs[x] + beta vecs[y]`.
     pub(super) fn spmv(&mut self, alpha: T, beta: T, x: usize, y: usize) -> Result<()> {
         ensure!(x < self.vecs.len() && y < self.vecs.len(), "no such vector");
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let stream = unsafe { self.gpu.stream() }.clone();
         let Some(buf) = self.buffer.as_mut() else {
             bail!("cusparseSpMV called before prepare");
         };
@@ -172,8 +182,12 @@ impl<T: Scalar> SpmvPlan<T> {
 
 impl<T: Scalar> Drop for SpmvPlan<T> {
     fn drop(&mut self) {
-        let _ = self.gpu.stream().synchronize();
-        let _ = self.gpu.context().bind_to_thread();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let _ = unsafe { self.gpu.stream() }.synchronize();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+        // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+        let _ = unsafe { self.gpu.context() }.bind_to_thread();
         for d in self.vecs.drain(..) {
             // SAFETY: created by cusparseCreateDnVec, destroyed exactly once
             // (drained); queued work has finished.

@@ -135,10 +135,13 @@ pub(super) fn floor_same_order<T: Scalar>(ctx: &Ctx, bench: &Bench<T>, row: &mut
 /// this GPU.
 fn function<T: Scalar>(gpu: &Gpu, load: Load) -> Result<CudaFunction> {
     let arch = gpu.arch();
-    let f = gpu.function_or_load(&entry(T::TYPE, load), || {
+    let compile = || {
         sparserl_rt::nvrtc::compile_ptx(SOURCE, &arch, &[])
             .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
-    })?;
+    };
+    // SAFETY: `entry` names one kernel of `SOURCE` per value type and load
+    // flavour; it is launched with that kernel's arguments below.
+    let f = unsafe { gpu.function_or_load(&entry(T::TYPE, load), compile) }?;
     Ok(f)
 }
 
@@ -175,7 +178,9 @@ pub(crate) fn floor_gbs<T: Scalar>(
     }
     let rows = i32::try_from(a.rows()).context("rows exceed the kernel's int")?;
     let nnz = i32::try_from(a.nnz()).context("nonzeros exceed the kernel's int")?;
-    let stream = gpu.stream();
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per
+    // Gpu, no sparserl-rt capture in progress, own work on own buffers).
+    let stream = unsafe { gpu.stream() };
     let x: Vec<T> = random_x(a.cols(), 0x0b5e_55ed);
     let mut xs: Vec<CudaSlice<T>> = Vec::new();
     let mut ys: Vec<CudaSlice<T>> = Vec::new();

@@ -127,7 +127,7 @@ pub(super) fn same_order<T: Scalar>(
     }
     let x: Vec<T> = random_x(b.cols(), 0x0b5e_55ed);
     let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-    let reference = b.spmv_f64(&x64);
+    let reference = b.spmv_f64(&x64)?;
     let mut tmp = Row::default();
     match CusparseSpmv::new(gpu, bench.device_csr(), &x, bench.copies()) {
         Err(e) => row.notes.push(format!(

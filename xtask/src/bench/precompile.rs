@@ -54,7 +54,10 @@ pub(super) fn precompile(gpu: &Gpu, space: &[Variant], values: &[ValueType]) -> 
     });
     let mut map = Compiled::new();
     for (i, r) in compiled {
-        let f = r.and_then(|(entry, ptx)| gpu.load_ptx(&entry, &ptx).map_err(|e| e.to_string()));
+        // SAFETY: generated entries are named after their variant, value type and
+        // epilogue (one code per name); launched through Bench's unsafe methods.
+        let load = |(entry, ptx): (String, String)| unsafe { gpu.load_ptx(&entry, &ptx) };
+        let f = r.and_then(|c| load(c).map_err(|e| e.to_string()));
         map.insert(jobs[i], f);
     }
     for job in jobs {

@@ -91,7 +91,7 @@ fn check_one<T: Scalar>(
         .map(|_| T::from_f64(rng.random_range(-1.0..1.0)))
         .collect();
     let xf: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-    let ax = a.spmv_f64(&xf);
+    let ax = a.spmv_f64(&xf)?;
     let (alpha, beta, gamma) = (1.5, -0.5, 0.25);
     let da = k.upload(gpu, a)?;
     let dx = DeviceVec::from_host(gpu, &x)?;
@@ -248,7 +248,7 @@ fn misuse(gpu: &Gpu) -> Result<Vec<(String, bool)>> {
     ];
     // The stream still works after every refusal.
     k.spmv(gpu, &da, &x, &mut y)?;
-    let want = a.spmv_f64(&vec![1.0; a.cols()]);
+    let want = a.spmv_f64(&vec![1.0; a.cols()])?;
     let got = y.to_host(gpu)?;
     out.push((
         "stream usable afterwards".to_string(),
@@ -437,7 +437,7 @@ fn renumbered(gpu: &Gpu, mats: &[(String, Csr)], out: &mut FusedCheck) -> Result
                 let x: Vec<f64> = (0..a.cols())
                     .map(|i| ((i * 37 % 101) as f64) / 50.0 - 1.0)
                     .collect();
-                let want = a.spmv_f64(&x);
+                let want = a.spmv_f64(&x)?;
                 let dx = DeviceVec::from_host(gpu, &x)?;
                 let mut dy = DeviceVec::<f64>::zeros(gpu, a.rows())?;
                 k.spmv(gpu, &da, &dx, &mut dy)?;
@@ -490,7 +490,7 @@ fn renumbered(gpu: &Gpu, mats: &[(String, Csr)], out: &mut FusedCheck) -> Result
                 };
                 cg.solve(gpu, &dm, &db, &mut dx, &opts)?;
                 let sol = dx.to_host(gpu)?;
-                let ax = mesh.spmv_f64(&sol);
+                let ax = mesh.spmv_f64(&sol)?;
                 let num: f64 = ax.iter().zip(&b).map(|(p, q)| (p - q) * (p - q)).sum();
                 let den: f64 = b.iter().map(|q| q * q).sum();
                 let res = (num / den).sqrt();

@@ -208,7 +208,8 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
     let dbias = DeviceVec::from_host(gpu, &bias)?;
     let (k, variant, spmm_us) = pick_variant(gpu, &a_hat, &a, &dbias, &b64, f)?;
     let blas = Blas::new(gpu)?;
-    let stream = gpu.stream();
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+    let stream = unsafe { gpu.stream() };
     let (dh, dw) = (stream.clone_htod(&h)?, stream.clone_htod(&w)?);
     let mut t = DeviceDense::<f32>::zeros(gpu, nodes, f, DenseLayout::RowMajor)?;
     let mut y = DeviceDense::<f32>::zeros(gpu, nodes, f, DenseLayout::RowMajor)?;

@@ -54,10 +54,13 @@ pub fn entry(value: ValueType, layout: DenseLayout, vw: usize) -> String {
 
 fn function(gpu: &Gpu, entry: &str) -> Result<CudaFunction> {
     let arch = gpu.arch();
-    Ok(gpu.function_or_load(entry, || {
-        sparserl_rt::nvrtc::compile_ptx(SOURCE, &arch, &[])
-            .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
-    })?)
+    // SAFETY: this entry name is this module's own (no other code loads it) and names the code its closure compiles.
+    Ok(unsafe {
+        gpu.function_or_load(entry, || {
+            sparserl_rt::nvrtc::compile_ptx(SOURCE, &arch, &[])
+                .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
+        })?
+    })
 }
 
 /// Median microseconds of the floor kernel on `a` (uploaded on `gpu`) for
@@ -84,7 +87,8 @@ pub fn floor_us<T: Scalar>(
     let gi = g as i32;
     let ldx = crate::cusparse_spmm::leading_dim(a.cols(), n, layout) as i64;
     let func = function(gpu, &entry(T::TYPE, layout, vw))?;
-    let stream = gpu.stream();
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+    let stream = unsafe { gpu.stream() };
     let x: Vec<T> = super::random_dense(a.cols() * n, 0x00f1_00e5);
     let mut xs: Vec<CudaSlice<T>> = Vec::new();
     let mut ys: Vec<CudaSlice<T>> = Vec::new();

@@ -30,10 +30,13 @@ fn function(gpu: &Gpu, value: ValueType) -> Result<CudaFunction> {
 
 fn load(gpu: &Gpu, entry: &str) -> Result<CudaFunction> {
     let arch = gpu.arch();
-    Ok(gpu.function_or_load(entry, || {
-        sparserl_rt::nvrtc::compile_ptx(SOURCE, &arch, &[])
-            .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
-    })?)
+    // SAFETY: this entry name is this module's own (no other code loads it) and names the code its closure compiles.
+    Ok(unsafe {
+        gpu.function_or_load(entry, || {
+            sparserl_rt::nvrtc::compile_ptx(SOURCE, &arch, &[])
+                .map_err(|e| sparserl_rt::RtError::Compile(e.to_string()))
+        })?
+    })
 }
 
 /// Fills `buf` with NaN (all-ones words) on the GPU's stream: the poison
@@ -52,7 +55,8 @@ pub fn poison<T: Scalar>(gpu: &Gpu, buf: &mut CudaSlice<T>) -> Result<()> {
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    let mut b = gpu.stream().launch_builder(&func);
+    // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+    let mut b = unsafe { gpu.stream() }.launch_builder(&func);
     b.arg(&mut *buf).arg(&words);
     // SAFETY: the entry takes (unsigned int*, long long); `buf` holds
     // len * size_of::<T>() bytes = `words` 32-bit words (T is f32 or f64),
@@ -74,7 +78,8 @@ pub struct DeviceReference {
 impl DeviceReference {
     /// Uploads `r` to `gpu`.
     pub fn upload(gpu: &Gpu, r: &Reference) -> Result<Self> {
-        let stream = gpu.stream();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        let stream = unsafe { gpu.stream() };
         let pad = |v: &[f64]| -> Result<CudaSlice<f64>> {
             if v.is_empty() {
                 Ok(stream.alloc_zeros::<f64>(1)?)
@@ -121,7 +126,8 @@ impl DeviceReference {
         );
         let blocks = rows.div_ceil(BLOCK as usize / 32).clamp(1, MAX_BLOCKS);
         let func = function(&self.gpu, T::TYPE)?;
-        let stream = self.gpu.stream().clone();
+        // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
+        let stream = unsafe { self.gpu.stream() }.clone();
         let (ldy, row_major) = (ld as i64, i32::from(layout == DenseLayout::RowMajor));
         let (ri, ni) = (i32::try_from(rows)?, i32::try_from(n)?);
         let cfg = LaunchConfig {
