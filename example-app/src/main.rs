@@ -234,15 +234,9 @@ fn pagerank(gpu: &Gpu) -> Result<()> {
 }
 
 fn power_bus(gpu: &Gpu) -> Result<()> {
-    // The crate's copy, else `example-app/matrices` under the current
-    // directory (a binary run from the repository root on another machine).
-    let built_in = std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/matrices/1138_bus.mtx"
-    ));
-    let local = std::path::Path::new("example-app/matrices/1138_bus.mtx");
-    let path = if built_in.exists() { built_in } else { local };
-    let a = sparserl_rt::mtx::read_matrix_market(path)?;
+    // Embedded at compile time: the binary needs no file at run time, from any directory.
+    const BUS: &str = include_str!("../matrices/1138_bus.mtx");
+    let a = sparserl_rt::mtx::read_matrix_market_from(BUS.as_bytes(), "1138_bus.mtx")?;
     println!(
         "\n1138_bus: {} x {}, {} nonzeros, f64",
         a.rows(),

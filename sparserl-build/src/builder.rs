@@ -105,6 +105,18 @@ pub enum BuildError {
         #[source]
         source: crate::search::SearchError,
     },
+    /// An image the build would embed computes a wrong result on the build
+    /// GPU (or does not load there); the build stops instead of shipping it.
+    #[error(
+        "kernel `{kernel}`: a shipped image failed its check against float64 on the build GPU: {source}"
+    )]
+    Shipped {
+        /// kernel name
+        kernel: String,
+        /// what failed
+        #[source]
+        source: Box<crate::verify::VerifyError>,
+    },
     /// A kernel index beyond the descriptor's kernels.
     #[error("no kernel with index {0} in the descriptor")]
     NoSuchKernel(usize),
@@ -146,6 +158,7 @@ pub struct Builder {
     cache_dir: Option<Option<PathBuf>>,
     output: Output,
     budget: Option<f64>,
+    generator: Option<String>,
 }
 
 impl Default for Builder {
@@ -157,6 +170,7 @@ impl Default for Builder {
             cache_dir: None,
             output: Output::BuildScript,
             budget: None,
+            generator: None,
         }
     }
 }
@@ -210,6 +224,19 @@ impl Builder {
     pub fn budget_seconds(&mut self, seconds: f64) -> &mut Self {
         self.budget = Some(seconds);
         self
+    }
+
+    /// Uses `fingerprint` as the generator fingerprint instead of
+    /// [`generator_fingerprint`] (for tests: the fingerprint a changed
+    /// generator would have, [`codegen::fingerprint_of`]).
+    #[doc(hidden)]
+    pub fn generator(&mut self, fingerprint: String) -> &mut Self {
+        self.generator = Some(fingerprint);
+        self
+    }
+
+    fn generator_fp(&self) -> String {
+        self.generator.clone().unwrap_or_else(generator_fingerprint)
     }
 
     fn info(&self, msg: &str) {
@@ -299,14 +326,11 @@ impl Builder {
         if let Some(d) = env_var(self.output, ENV_CACHE_DIR) {
             return Cache::at(d);
         }
-        if let Some(t) = env_var(self.output, ENV_TARGET_DIR) {
-            return Cache::at(Path::new(&t).join("sparserl-cache"));
-        }
-        // OUT_DIR = <target>/<profile>/build/<pkg>-<hash>/out
-        match out_dir.ancestors().nth(4) {
-            Some(target) => Cache::at(target.join("sparserl-cache")),
-            None => Cache::at(out_dir.join("sparserl-cache")),
-        }
+        let target = env_var(self.output, ENV_TARGET_DIR).filter(|t| !t.is_empty());
+        Cache::at(crate::cache::target_cache_dir(
+            target.as_deref().map(Path::new),
+            out_dir,
+        ))
     }
 
     /// Runs the build and returns a report.
@@ -358,6 +382,7 @@ impl Builder {
             }
         }
         let lock = LockFile::read(&manifest_dir)?;
+        let lock_path = manifest_dir.join(crate::lock::LOCK_FILE);
 
         // The GPU is probed only when measuring could be wanted.
         let mut gpu: Option<crate::gpu::GpuTuner> = None;
@@ -374,11 +399,11 @@ impl Builder {
                     });
                     if all_locked {
                         self.info(&format!(
-                            "no GPU available for measuring ({why}); every kernel has a lock-file entry, nothing to measure"
+                            "no GPU available for measuring ({why}); every kernel has a lock-file entry, nothing to measure (shipped images not checked on a device)"
                         ));
                     } else {
                         self.info(&format!(
-                            "no GPU available for measuring ({why}); using the lock file or the policy's pick"
+                            "no GPU available for measuring ({why}); using the lock file or the policy's pick (shipped images not checked on a device)"
                         ));
                     }
                     Mode::Policy
@@ -414,7 +439,7 @@ impl Builder {
             && desc.kernels.iter().enumerate().any(|(i, k)| {
                 let fp = descriptor_fingerprint(&desc, i).unwrap_or_default();
                 lock.as_ref()
-                    .is_none_or(|l| l.fresh(&k.name, &fp, &generator_fingerprint()).is_none())
+                    .is_none_or(|l| l.fresh(&k.name, &fp, &self.generator_fp()).is_none())
             }) {
             match crate::gpu_lock::take(|path| {
                 self.info(&format!(
@@ -446,11 +471,14 @@ impl Builder {
         for (index, decl) in desc.kernels.iter().enumerate() {
             let t0 = Instant::now();
             let descriptor_fp = descriptor_fingerprint(&desc, index)?;
-            let generator = generator_fingerprint();
-            let locked = lock
-                .as_ref()
-                .and_then(|l| l.fresh(&decl.name, &descriptor_fp, &generator))
-                .cloned();
+            let generator = self.generator_fp();
+            // A fresh entry is checked against the declaration before use.
+            let locked = match &lock {
+                Some(l) => l
+                    .fresh_checked(&lock_path, decl, &descriptor_fp, &generator)?
+                    .cloned(),
+                None => None,
+            };
             if lock
                 .as_ref()
                 .is_some_and(|l| l.kernel.iter().any(|e| e.name == decl.name))
@@ -497,7 +525,7 @@ impl Builder {
                     },
                 );
             let key = key.finish();
-            let (entry, status) = match cache.get::<Entry>(&key) {
+            let (mut entry, status) = match cache.get::<Entry>(&key) {
                 Lookup::Hit(e) => (e, CacheStatus::Hit),
                 other => {
                     if let Lookup::Corrupt(why) = other {
@@ -525,6 +553,7 @@ impl Builder {
                     (e, CacheStatus::Miss)
                 }
             };
+            self.verify_shipped((gpu.as_ref(), &desc, index), &mut entry, (&cache, &key))?;
             let source_path = kernel_dir.join(format!("{}.cu", decl.name));
             let ptx_path = kernel_dir.join(format!("{}.ptx", decl.name));
             let write = |p: &Path, s: &str| {
@@ -816,7 +845,40 @@ impl Builder {
             tuned_for,
             sample_features: feats.iter().map(|f| f.to_vec().to_vec()).collect(),
             trials,
+            checked_on: None,
         })
+    }
+
+    /// Checks the images `entry` ships on the build GPU (when there is one
+    /// and they were not checked on it yet; [`crate::verify`]), recording
+    /// the device in the entry and the cache. A wrong image stops the build.
+    fn verify_shipped(
+        &self,
+        (gpu, desc, index): (Option<&crate::gpu::GpuTuner>, &Descriptor, usize),
+        entry: &mut Entry,
+        (cache, key): (&Cache, &str),
+    ) -> Result<(), BuildError> {
+        let Some(g) = gpu
+            .filter(|g| crate::verify::needs_check(entry, &crate::verify::device_label(g.gpu())))
+        else {
+            return Ok(());
+        };
+        let samples = desc.load_samples(index)?;
+        let matrices: Vec<&sparserl_rt::Csr> = samples.iter().map(|s| &s.matrix).collect();
+        let report = crate::verify::check_entry(g.gpu(), entry, &matrices).map_err(|source| {
+            BuildError::Shipped {
+                kernel: entry.name.clone(),
+                source: Box::new(source),
+            }
+        })?;
+        self.info(&report.summary(&entry.name));
+        entry.checked_on = Some(report.device);
+        if let Err(err) = cache.put(key, entry) {
+            self.warn(&format!(
+                "cannot store cache entry ({err}); continuing uncached"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -830,7 +892,8 @@ fn gpu_estimate_note(score: f64) -> String {
 }
 
 /// Fingerprint of kernel `index` of `desc`: its canonical declaration plus
-/// the bytes of its sample files. Lock entries are fresh when it matches.
+/// the bytes of its sample files, or for a synthetic pattern the code that
+/// generates its samples. Lock entries are fresh when it matches.
 pub fn descriptor_fingerprint(desc: &Descriptor, index: usize) -> Result<String, BuildError> {
     let decl = desc
         .kernels
@@ -838,7 +901,13 @@ pub fn descriptor_fingerprint(desc: &Descriptor, index: usize) -> Result<String,
         .ok_or(BuildError::NoSuchKernel(index))?;
     let mut fp = KeyBuilder::new();
     fp.text("kernel", &decl.canonical_json());
-    for f in decl.pattern.files(&desc.manifest_dir()) {
+    if decl.pattern.is_synthetic() {
+        fp.text(
+            "sample-generator",
+            &crate::descriptor::sample_generator_fingerprint(),
+        );
+    }
+    for f in decl.pattern.files(&desc.manifest_dir())? {
         let bytes = std::fs::read(&f).map_err(|source| BuildError::Io {
             path: f.clone(),
             source,

@@ -26,8 +26,8 @@ use sparserl_rt::{Epilogue, Strategy, ValueType, Variant};
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-/// Version of the generator; bump whenever the fragments or the composition change.
-/// [`generator_fingerprint`] additionally hashes the fragment texts.
+/// Version of the generator (the prefix of [`generator_fingerprint`], which
+/// also hashes every file generation reads, [`generator_inputs`]).
 pub const GENERATOR_VERSION: &str = "sparserl-codegen-1";
 
 const COMMON: &str = include_str!("../kernels/common.cuh");
@@ -83,27 +83,55 @@ pub struct KernelSource {
     pub fused: Vec<(Epilogue, String)>,
 }
 
-/// [`GENERATOR_VERSION`] plus a short hash of every fragment text, e.g.
-/// `sparserl-codegen-1+3f2a...`. Changes whenever generated code can change.
+/// Everything generation reads, as `(path in the repository, text)`: every
+/// fragment, this module's own Rust source (the composition: `compose`,
+/// the defines of each section, entry names, canonical forms) and
+/// sparserl-rt's modules that shape kernels or fill the arrays they read
+/// ([`sparserl_rt::sources::GENERATION`]: variants, epilogues, CSR, the
+/// layout builders, the renumbering).
+pub fn generator_inputs() -> Vec<(String, &'static str)> {
+    let mut inputs: Vec<(String, &'static str)> = FRAGMENTS
+        .iter()
+        .map(|(name, text)| (format!("sparserl-build/kernels/{name}"), *text))
+        .collect();
+    inputs.push((
+        "sparserl-build/src/codegen.rs".to_string(),
+        include_str!("codegen.rs"),
+    ));
+    inputs.extend(
+        sparserl_rt::sources::GENERATION
+            .iter()
+            .map(|(name, text)| (format!("sparserl-rt/src/{name}"), *text)),
+    );
+    inputs
+}
+
+/// [`GENERATOR_VERSION`] plus a short hash of `inputs` (names and texts,
+/// length-prefixed, in order).
+pub fn fingerprint_of(inputs: &[(String, &str)]) -> String {
+    let mut h = Sha256::new();
+    h.update(GENERATOR_VERSION.as_bytes());
+    for (name, text) in inputs {
+        h.update((name.len() as u64).to_le_bytes());
+        h.update(name.as_bytes());
+        h.update((text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    }
+    let digest = h.finalize();
+    let mut hex = String::with_capacity(16);
+    for b in &digest[..8] {
+        let _ = write!(hex, "{b:02x}");
+    }
+    format!("{GENERATOR_VERSION}+{hex}")
+}
+
+/// [`fingerprint_of`] the [`generator_inputs`], e.g.
+/// `sparserl-codegen-1+3f2a...`: changes whenever generated code, or the
+/// layouts kernels read, can change (any edit of those files does).
 pub fn generator_fingerprint() -> String {
     static FP: OnceLock<String> = OnceLock::new();
-    FP.get_or_init(|| {
-        let mut h = Sha256::new();
-        h.update(GENERATOR_VERSION.as_bytes());
-        for (name, text) in FRAGMENTS {
-            h.update((name.len() as u64).to_le_bytes());
-            h.update(name.as_bytes());
-            h.update((text.len() as u64).to_le_bytes());
-            h.update(text.as_bytes());
-        }
-        let digest = h.finalize();
-        let mut hex = String::with_capacity(16);
-        for b in &digest[..8] {
-            let _ = write!(hex, "{b:02x}");
-        }
-        format!("{GENERATOR_VERSION}+{hex}")
-    })
-    .clone()
+    FP.get_or_init(|| fingerprint_of(&generator_inputs()))
+        .clone()
 }
 
 /// The entry-point name of `variant` for `value`: `sparserl_spmv_` + the
@@ -295,6 +323,61 @@ mod tests {
     use super::*;
     use sparserl_rt::full_space as core_space;
     use std::collections::HashSet;
+
+    #[test]
+    fn the_fingerprint_reads_the_files_that_shape_kernels() {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let inputs = generator_inputs();
+        // Each input is the file it names, as it is now on disk.
+        for (name, text) in &inputs {
+            let on_disk = std::fs::read_to_string(repo.join(name)).unwrap();
+            assert_eq!(*text, on_disk, "{name}");
+        }
+        let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
+        for required in [
+            "sparserl-build/src/codegen.rs",
+            "sparserl-build/kernels/tiled.cu",
+            "sparserl-rt/src/variant.rs",
+            "sparserl-rt/src/tiled.rs",
+            "sparserl-rt/src/sell.rs",
+            "sparserl-rt/src/binned.rs",
+            "sparserl-rt/src/device/parts.rs",
+        ] {
+            assert!(names.contains(&required), "{required} is not hashed");
+        }
+    }
+
+    #[test]
+    fn a_change_to_the_rust_composition_changes_the_fingerprint() {
+        let inputs = generator_inputs();
+        assert_eq!(fingerprint_of(&inputs), generator_fingerprint());
+        // A planted edit of `compose` (one define more per section).
+        let planted_text = include_str!("codegen.rs").replacen(
+            "fn compose(",
+            "fn compose_planted() {}\nfn compose(",
+            1,
+        );
+        assert_ne!(planted_text, include_str!("codegen.rs"));
+        let mut planted: Vec<(String, &str)> = inputs.clone();
+        let i = planted
+            .iter()
+            .position(|(n, _)| n == "sparserl-build/src/codegen.rs")
+            .unwrap();
+        planted[i].1 = &planted_text;
+        assert_ne!(fingerprint_of(&planted), generator_fingerprint());
+        // So does any edit of any input.
+        for k in 0..inputs.len() {
+            let edited = format!("{} ", inputs[k].1);
+            let mut changed: Vec<(String, &str)> = inputs.clone();
+            changed[k].1 = &edited;
+            assert_ne!(
+                fingerprint_of(&changed),
+                generator_fingerprint(),
+                "{}",
+                inputs[k].0
+            );
+        }
+    }
 
     #[test]
     fn output_is_deterministic() {

@@ -63,6 +63,10 @@ pub struct Entry {
     pub sample_features: Vec<Vec<f64>>,
     /// Every measurement of the search (empty unless measured).
     pub trials: Vec<Trial>,
+    /// The device its shipped images were checked on against float64
+    /// (`name (sm_XY)`, [`crate::verify`]); `None`: built without a GPU.
+    #[serde(default)]
+    pub checked_on: Option<String>,
 }
 
 /// Result for one kernel.

@@ -73,30 +73,44 @@ mod tests {
     use super::*;
     use std::process::Command;
 
-    /// Child side of the test below: reports through its exit code whether
-    /// the lock was free (0) or held by someone else (3).
+    /// Child side of the test below: reports on stdout whether the lock was
+    /// free (`lock-probe: free`) or held by someone else (`lock-probe: held`). Ignored in a plain
+    /// run (it is no test on its own); the test below runs it with
+    /// `--ignored` in another process.
     #[test]
+    #[ignore = "helper process of the_lock_excludes_another_process_until_released"]
     fn child_probe() {
-        let Some(path) = std::env::var_os("SPARSERL_TEST_LOCK_CHILD") else {
-            return; // only meaningful when spawned by the test below
-        };
+        let path = std::env::var_os("SPARSERL_TEST_LOCK_CHILD").expect(
+            "child_probe runs only as the child of the lock test (SPARSERL_TEST_LOCK_CHILD)",
+        );
         let f = OpenOptions::new().write(true).open(path).unwrap();
-        let code = match f.try_lock() {
-            Ok(()) => 0,
-            Err(TryLockError::WouldBlock) => 3,
-            Err(TryLockError::Error(_)) => 4,
-        };
-        std::process::exit(code);
+        match f.try_lock() {
+            Ok(()) => println!("lock-probe: free"),
+            Err(TryLockError::WouldBlock) => println!("lock-probe: held"),
+            Err(TryLockError::Error(e)) => panic!("try_lock failed: {e}"),
+        }
     }
 
-    fn probe_from_another_process(path: &std::path::Path) -> i32 {
-        Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "gpu_lock::tests::child_probe", "--nocapture"])
+    /// What the child probe saw: `"free"` or `"held"` (a child that did not
+    /// run the probe is a failure, not an answer).
+    fn probe_from_another_process(path: &std::path::Path) -> String {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "gpu_lock::tests::child_probe",
+                "--ignored",
+                "--nocapture",
+            ])
             .env("SPARSERL_TEST_LOCK_CHILD", path)
-            .status()
-            .unwrap()
-            .code()
-            .unwrap_or(-1)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "the probe failed: {stdout}");
+        let answer = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("lock-probe: "))
+            .unwrap_or_else(|| panic!("the probe did not run: {stdout}"));
+        answer.to_string()
     }
 
     #[test]
@@ -110,13 +124,13 @@ mod tests {
         assert!(!waited);
         assert_eq!(
             probe_from_another_process(&path),
-            3,
+            "held",
             "another process got the lock"
         );
         drop(file);
         assert_eq!(
             probe_from_another_process(&path),
-            0,
+            "free",
             "the lock was not released"
         );
     }

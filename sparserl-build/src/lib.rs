@@ -74,6 +74,8 @@ pub mod gpu_lock;
 pub mod lock;
 #[doc(hidden)]
 pub mod search;
+#[doc(hidden)]
+pub mod verify;
 
 pub use builder::{
     BuildError, BuildReport, Builder, CacheStatus, Entry, KernelReport, Mode, Output, build,

@@ -10,8 +10,12 @@ use sparserl_rt::{ValueType, Variant};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+mod check;
+
 /// File name of the lock file.
 pub const LOCK_FILE: &str = "SparseRL.lock";
+/// The lock-file format version this crate reads and writes.
+pub const LOCK_VERSION: u32 = 1;
 const HEADER: &str = "# SparseRL lock file: tuned kernel choices, written by `cargo xtask retune`.\n# Commit it: builds that find a fresh entry need no GPU and are reproducible.\n\n";
 
 /// Errors reading or writing a lock file.
@@ -33,6 +37,19 @@ pub enum LockError {
         /// parser error
         #[source]
         source: toml::de::Error,
+    },
+    /// The file parses but cannot be used as it stands (a bad version, a
+    /// duplicate entry, an entry that does not fit its kernel).
+    #[error("{path}: {}{problem}; expected {expected}", entry.as_ref().map(|e| format!("entry `{e}`: ")).unwrap_or_default())]
+    Invalid {
+        /// the lock file
+        path: PathBuf,
+        /// the entry's kernel name, when the problem is an entry's
+        entry: Option<String>,
+        /// what was found
+        problem: String,
+        /// what was expected instead
+        expected: String,
     },
     /// The lock file could not be rendered as TOML (an internal error).
     #[error("{path}: could not render the lock file: {source}")]
@@ -89,9 +106,15 @@ impl LockFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(LockError::Io { path, source }),
         };
-        toml::from_str(&text)
-            .map(Some)
-            .map_err(|source| LockError::Parse { path, source })
+        let lock: LockFile = match toml::from_str(&text) {
+            Ok(l) => l,
+            Err(source) => {
+                return Err(check::diagnose_entries(&path, &text)
+                    .unwrap_or(LockError::Parse { path, source }));
+            }
+        };
+        lock.check_file(&path)?;
+        Ok(Some(lock))
     }
 
     /// Writes `dir/SparseRL.lock` atomically.
@@ -121,7 +144,7 @@ impl LockFile {
 
     /// Inserts or replaces the entry with the same name.
     pub fn upsert(&mut self, entry: LockEntry) {
-        self.version = 1;
+        self.version = LOCK_VERSION;
         self.kernel.retain(|e| e.name != entry.name);
         self.kernel.push(entry);
     }

@@ -50,6 +50,9 @@ pub mod renumber;
 pub mod reorder;
 pub mod scalar;
 pub mod solvers;
+#[cfg(feature = "tools")]
+#[doc(hidden)]
+pub mod sources;
 pub mod spmm;
 pub use dense::{DenseLayout, DeviceDense};
 pub use device::{

@@ -44,7 +44,9 @@ pub fn tolerance(value: ValueType) -> f64 {
 
 /// `||y - reference|| / ||reference||` (Euclidean norms), or `||y - reference||`
 /// when the reference is zero. Any non-finite `y` entry or a length mismatch
-/// gives `f64::INFINITY`.
+/// gives `f64::INFINITY`. A global measure: it hides a wrong row whose values
+/// are small next to the vector's norm; the correctness check uses
+/// [`row_errors`].
 pub fn rel_err(y: &[f64], reference: &[f64]) -> f64 {
     if y.len() != reference.len() || y.iter().any(|v| !v.is_finite()) {
         return f64::INFINITY;
@@ -58,6 +60,129 @@ pub fn rel_err(y: &[f64], reference: &[f64]) -> f64 {
     let norm = reference.iter().map(|v| v * v).sum::<f64>().sqrt();
     let e = if norm > 0.0 { diff / norm } else { diff };
     if e.is_nan() { f64::INFINITY } else { e }
+}
+
+/// The per-row outcome of comparing a result with its float64 reference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowErrors {
+    /// Largest per-row relative error (see [`row_errors`]); what the
+    /// correctness check compares with [`tolerance`].
+    pub max: f64,
+    /// The row where it occurs.
+    pub row: usize,
+    /// The global relative error ([`rel_err`]), for reports.
+    pub global: f64,
+}
+
+/// Per-row relative errors `|y_r - ref_r| / max(|ref_r|, m_r)`, where `m_r`
+/// is the row's magnitude: the sum of the absolute values of the terms that
+/// make up `ref_r` (`sum_j |a_rj x_j|`, plus `|beta y_r| + |gamma| + ...` for
+/// an epilogue; [`row_magnitudes`], [`axpby_reference`]).
+///
+/// Why this floor: rounding while summing `n` terms in precision `u` errs by
+/// at most about `n u m_r`, whatever the cancellation, so the error relative
+/// to `m_r` is what a correct kernel keeps small on every row; relative to
+/// `|ref_r|` alone a row that cancels to nearly zero would fail a correct
+/// kernel. Since `m_r >= |ref_r|`, the floor only ever loosens cancelling
+/// rows. A row with `m_r = 0` must be exactly 0 (else the error is infinite).
+/// Unlike [`rel_err`], one wrong row fails however small its values are next
+/// to the others. A non-finite `y` entry or a length mismatch gives infinity.
+pub fn row_errors(y: &[f64], reference: &[f64], magnitude: &[f64]) -> RowErrors {
+    let global = rel_err(y, reference);
+    if y.len() != reference.len() || y.len() != magnitude.len() {
+        return RowErrors {
+            max: f64::INFINITY,
+            row: 0,
+            global,
+        };
+    }
+    let mut worst = RowErrors {
+        max: 0.0,
+        row: 0,
+        global,
+    };
+    for (r, ((&got, &want), &m)) in y.iter().zip(reference).zip(magnitude).enumerate() {
+        let scale = want.abs().max(m);
+        let e = match (got.is_finite(), scale > 0.0) {
+            (false, _) => f64::INFINITY,
+            (true, true) => (got - want).abs() / scale,
+            (true, false) if got == want => 0.0,
+            (true, false) => f64::INFINITY,
+        };
+        let e = if e.is_nan() { f64::INFINITY } else { e };
+        if e > worst.max {
+            worst.max = e;
+            worst.row = r;
+        }
+    }
+    worst
+}
+
+/// `sum_j |a_rj x_j|` per row: the magnitudes [`row_errors`] measures each
+/// row against. `x` shorter than the matrix's columns counts as zeros.
+pub fn row_magnitudes(csr: &Csr, x: &[f64]) -> Vec<f64> {
+    let (ptr, idx, val) = (csr.indptr(), csr.indices(), csr.values());
+    (0..csr.rows())
+        .map(|r| {
+            let (lo, hi) = (ptr[r] as usize, ptr[r + 1] as usize);
+            (lo..hi)
+                .map(|k| (val[k] * x.get(idx[k] as usize).copied().unwrap_or(0.0)).abs())
+                .sum()
+        })
+        .collect()
+}
+
+/// Coefficients `{alpha, beta, gamma, gamma_dot}` a fused axpby entry is
+/// checked with: none 0 or 1, so every term of
+/// `y = alpha A x + beta y + gamma + gamma_dot dot[0]` counts (PageRank's
+/// constant term is `gamma + gamma_dot dot[0]`). The timed launches keep
+/// `{1, 0, 0, 0}`.
+pub const CHECK_COEFS: [f64; 4] = [0.75, -0.5, 0.25, 0.125];
+
+/// The published value of the dot scalar (`dot[0]`) when a checked fused
+/// entry starts (what its `gamma_dot` term multiplies).
+pub const CHECK_DOT0: f64 = 2.0;
+
+/// The float64 reference of an axpby epilogue, `alpha ax + beta y0 + gamma
+/// + gamma_dot dot0` with `coefs = [alpha, beta, gamma, gamma_dot]`, and its
+/// per-row magnitudes (`|alpha| m + |beta y0| + |gamma| + |gamma_dot dot0|`)
+/// from the product `ax` and its magnitudes `m`.
+pub fn axpby_reference(
+    ax: &[f64],
+    magnitude: &[f64],
+    coefs: [f64; 4],
+    y0: &[f64],
+    dot0: f64,
+) -> (Vec<f64>, Vec<f64>) {
+    let [alpha, beta, gamma, gamma_dot] = coefs;
+    let constant = gamma + gamma_dot * dot0;
+    let constant_mag = gamma.abs() + (gamma_dot * dot0).abs();
+    ax.iter()
+        .zip(magnitude)
+        .zip(y0)
+        .map(|((&a, &m), &y)| {
+            (
+                alpha * a + beta * y + constant,
+                alpha.abs() * m + (beta * y).abs() + constant_mag,
+            )
+        })
+        .unzip()
+}
+
+/// The failed measurement of a check whose error `err` is above
+/// [`tolerance`] (or not a number); `None` when it passed.
+pub fn out_of_tolerance(variant: &Variant, value: ValueType, err: f64) -> Option<Measurement> {
+    let tol = tolerance(value);
+    // Written so that a NaN error fails too.
+    if err <= tol {
+        return None;
+    }
+    Some(Measurement::failed(
+        *variant,
+        value,
+        err,
+        format!("per-row relative error {err:.3e} above tolerance {tol:.0e}"),
+    ))
 }
 
 /// Summary statistics of a sample of times.
@@ -111,6 +236,20 @@ pub struct MeasureOptions {
     pub max_seconds: f64,
 }
 
+impl MeasureOptions {
+    /// The `x`/`y` copies a [`Bench`] rotates for a matrix of `compulsory`
+    /// bytes on a device with `l2` bytes of L2: `x_copies` when set, else 8
+    /// when the working set fits in L2 (so a launch does not find the
+    /// previous launch's `x` there), else 1.
+    pub fn copies_for(&self, compulsory: u64, l2: u64) -> usize {
+        match self.x_copies {
+            0 if compulsory <= l2 => 8,
+            0 => 1,
+            n => n,
+        }
+    }
+}
+
 impl Default for MeasureOptions {
     fn default() -> Self {
         MeasureOptions {
@@ -133,7 +272,8 @@ pub struct Measurement {
     pub value: ValueType,
     /// Whether the result matched the reference within [`tolerance`].
     pub correct: bool,
-    /// Relative error of the check (infinity when it could not be computed).
+    /// Largest per-row relative error of the check ([`row_errors`];
+    /// infinity when it could not be computed).
     #[serde(with = "finite_or_null")]
     pub rel_err: f64,
     /// Median time of one SpMV in microseconds (infinity when not timed).
@@ -232,17 +372,30 @@ struct BenchState<T: Scalar> {
     /// Checking inputs with their float64 references, drawn lazily; checks
     /// cycle through them so consecutive checks use different inputs while
     /// large matrices do not pay a CPU reference SpMV per check.
-    checks: Vec<(Vec<T>, Vec<f64>)>,
+    checks: Vec<CheckInput<T>>,
     next_check: usize,
     /// The fused epilogue measured, with its operands.
     ep: Option<BenchEpilogue<T>>,
 }
 
+/// One checking input: `x` in `T`, its float64 product `A x` and the row
+/// magnitudes `sum_j |a_rj x_j|` ([`row_magnitudes`]).
+struct CheckInput<T> {
+    x: Vec<T>,
+    ax: Vec<f64>,
+    magnitude: Vec<f64>,
+}
+
 impl<T: Scalar> BenchEpilogue<T> {
-    fn launch(&self) -> EpLaunch<'_, T> {
+    /// The operands of a timed launch (`coefs`) or of a check (`check_coefs`).
+    fn launch(&self, checking: bool) -> EpLaunch<'_, T> {
         EpLaunch {
             args: EpArgs {
-                coef: &self.coefs,
+                coef: if checking {
+                    &self.check_coefs
+                } else {
+                    &self.coefs
+                },
                 w: &self.w,
                 dot: &self.dot,
             },
@@ -252,14 +405,18 @@ impl<T: Scalar> BenchEpilogue<T> {
     }
 }
 
-/// Operands of a fused launch in a [`Bench`]: `{alpha, beta, gamma,
-/// gamma_dot} = {1, 0, 0, 0}` (so `y = A x` stays checkable), seeded random
-/// weights `w` (rows entries) and a device scalar's buffer.
+/// Operands of a fused launch in a [`Bench`]: the timed launches use
+/// `{alpha, beta, gamma, gamma_dot} = {1, 0, 0, 0}`, checks [`CHECK_COEFS`]
+/// with `y` starting at seeded random `y0` and the scalar's published value
+/// at [`CHECK_DOT0`]; seeded random weights `w` (rows entries) and a device
+/// scalar's buffer.
 struct BenchEpilogue<T: Scalar> {
     epilogue: Epilogue,
     coefs: CudaSlice<f64>,
+    check_coefs: CudaSlice<f64>,
     w: CudaSlice<T>,
     w_host: Vec<f64>,
+    y0: Vec<T>,
     dot: CudaSlice<f64>,
 }
 
@@ -294,13 +451,7 @@ impl<T: Scalar> Bench<T> {
     /// of) `x` and `y` buffers, `x` filled with seeded random values in [-1, 1).
     pub fn with_options(gpu: &Gpu, csr: &Csr, opts: &MeasureOptions) -> Result<Self, RtError> {
         let a = DeviceCsr::<T>::upload(gpu, csr)?;
-        let copies = if opts.x_copies > 0 {
-            opts.x_copies
-        } else if csr.compulsory_bytes(T::TYPE.size()) <= gpu.l2_bytes() as u64 {
-            8
-        } else {
-            1
-        };
+        let copies = opts.copies_for(csr.compulsory_bytes(T::TYPE.size()), gpu.l2_bytes() as u64);
         let mut rng = ChaCha8Rng::seed_from_u64(Self::SEED);
         let stream = gpu.stream();
         let mut xs = Vec::with_capacity(copies);
@@ -337,11 +488,14 @@ impl<T: Scalar> Bench<T> {
         {
             let mut st = self.lock();
             let w: Vec<T> = random_x(&mut st.rng, self.csr.rows());
+            let y0: Vec<T> = random_x(&mut st.rng, self.csr.rows());
             st.ep = Some(BenchEpilogue {
                 epilogue,
                 coefs: stream.clone_htod(&[1.0, 0.0, 0.0, 0.0])?,
+                check_coefs: stream.clone_htod(&CHECK_COEFS)?,
                 w_host: w.iter().map(|v| v.to_f64()).collect(),
                 w: stream.clone_htod(&w)?,
+                y0,
                 dot: stream.alloc_zeros::<f64>(crate::scalar::SCALAR_LEN)?,
             });
         }
@@ -402,11 +556,15 @@ impl<T: Scalar> Bench<T> {
 
     /// Runs `func` once on the next of [`CHECK_INPUTS`] seeded random inputs
     /// `x` (different from the previous check's) with `y` poisoned with NaN and
-    /// returns the relative error against [`Csr::spmv_f64`] of `x` rounded
-    /// to `T` (see [`rel_err`]; compare with [`tolerance`]). With an
-    /// epilogue ([`Bench::with_epilogue`]) a fused dot more than 1e-9 off
-    /// the float64 dot of the `y` it wrote (relative to the sum of the
-    /// terms' magnitudes) is an [`RtError::FusedScalar`].
+    /// returns the largest per-row relative error against [`Csr::spmv_f64`]
+    /// of `x` rounded to `T` (see [`row_errors`]; compare with [`tolerance`]).
+    /// With an epilogue ([`Bench::with_epilogue`]): an axpby entry runs with
+    /// [`CHECK_COEFS`], `y` starting at seeded random values (an unwritten
+    /// row keeps them and fails) and the scalar's published value at
+    /// [`CHECK_DOT0`], against the float64 `alpha A x + beta y + gamma +
+    /// gamma_dot dot`; a fused dot more than 1e-9 off the float64 dot of the
+    /// `y` it wrote (relative to the sum of the terms' magnitudes) is an
+    /// [`RtError::FusedScalar`].
     ///
     /// # Safety
     /// `func` must be a kernel of the SpMV ABI for `T` generated for
@@ -419,20 +577,36 @@ impl<T: Scalar> Bench<T> {
         if st.checks.len() < CHECK_INPUTS {
             let x: Vec<T> = random_x(&mut st.rng, self.csr.cols());
             let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-            let reference = self.csr.spmv_f64(&x64);
-            st.checks.push((x, reference));
+            st.checks.push(CheckInput {
+                ax: self.csr.spmv_f64(&x64),
+                magnitude: row_magnitudes(&self.csr, &x64),
+                x,
+            });
         }
         let slot = st.next_check % st.checks.len();
         st.next_check = st.next_check.wrapping_add(1);
-        let (x, reference) = &st.checks[slot];
-        let (x, reference) = (x.clone(), reference.clone());
-        let poison = vec![T::from_f64(f64::NAN); self.csr.rows()];
+        let input = &st.checks[slot];
+        let axpby = st.ep.as_ref().filter(|e| e.epilogue.has_axpby());
+        let (reference, magnitude) = match axpby {
+            Some(e) => {
+                let y0: Vec<f64> = e.y0.iter().map(|v| v.to_f64()).collect();
+                axpby_reference(&input.ax, &input.magnitude, CHECK_COEFS, &y0, CHECK_DOT0)
+            }
+            None => (input.ax.clone(), input.magnitude.clone()),
+        };
+        let start_y = match axpby {
+            Some(e) => e.y0.clone(),
+            None => vec![T::from_f64(f64::NAN); self.csr.rows()],
+        };
+        let x = input.x.clone();
         stream.memcpy_htod(&x, &mut st.xs[0])?;
-        stream.memcpy_htod(&poison, &mut st.ys[0])?;
+        stream.memcpy_htod(&start_y, &mut st.ys[0])?;
         if let Some(ep) = &mut st.ep {
-            stream.memset_zeros(&mut ep.dot)?;
+            let mut dot0 = vec![0.0; crate::scalar::SCALAR_LEN];
+            dot0[0] = CHECK_DOT0;
+            stream.memcpy_htod(&dot0, &mut ep.dot)?;
         }
-        let ep = st.ep.as_ref().map(BenchEpilogue::launch);
+        let ep = st.ep.as_ref().map(|e| e.launch(true));
         crate::renumber::launch(
             &self.gpu,
             (func, variant),
@@ -444,22 +618,10 @@ impl<T: Scalar> Bench<T> {
         )?;
         let y = stream.clone_dtoh(&st.ys[0])?;
         let y64: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
-        let err = rel_err(&y64, &reference);
+        let err = row_errors(&y64, &reference, &magnitude).max;
         if let Some(e) = st.ep.as_ref().filter(|e| e.epilogue.has_dot()) {
             let buf = stream.clone_dtoh(&e.dot)?;
-            let got: f64 = (0..crate::scalar::SLOTS)
-                .map(|k| buf[crate::scalar::SLOT_STRIDE * (k + 1)])
-                .sum();
-            let want: f64 = y64.iter().zip(&e.w_host).map(|(a, b)| a * b).sum();
-            let scale: f64 = y64.iter().zip(&e.w_host).map(|(a, b)| (a * b).abs()).sum();
-            let dot_err = (got - want).abs() / scale.max(f64::MIN_POSITIVE);
-            if dot_err.is_nan() || dot_err > 1e-9 {
-                return Err(RtError::FusedScalar {
-                    rel_err: dot_err,
-                    got,
-                    want,
-                });
-            }
+            check_fused_dot(&buf, &y64, &e.w_host)?;
         }
         Ok(err)
     }
@@ -493,7 +655,6 @@ impl<T: Scalar> Bench<T> {
         variant: &Variant,
         opts: &MeasureOptions,
     ) -> Result<Measurement, RtError> {
-        let tol = tolerance(T::TYPE);
         // SAFETY: forwarded from the caller.
         let err = match unsafe { self.check(func, variant) } {
             Ok(e) => e,
@@ -507,13 +668,8 @@ impl<T: Scalar> Bench<T> {
                 ));
             }
         };
-        if err > tol {
-            return Ok(Measurement::failed(
-                *variant,
-                T::TYPE,
-                err,
-                format!("relative error {err:.3e} above tolerance {tol:.0e}"),
-            ));
+        if let Some(failed) = out_of_tolerance(variant, T::TYPE, err) {
+            return Ok(failed);
         }
         match self.time_events(func, variant, opts) {
             Ok(times_us) => {
@@ -560,7 +716,7 @@ impl<T: Scalar> Bench<T> {
         st.next = st.next.wrapping_add(1);
         // Only reached from the unsafe timing entry points, whose callers
         // vouch for `func`; the buffers are this Bench's own.
-        let ep = st.ep.as_ref().map(BenchEpilogue::launch);
+        let ep = st.ep.as_ref().map(|e| e.launch(false));
         // A fused entry serves iterative methods, which keep their vectors
         // in the renumbered order for the whole solve: timed without the
         // permutations (checked with them, on the same kernel and matrix).
@@ -876,6 +1032,31 @@ pub fn time_graph<E: From<RtError>>(
     };
     let ms = replay()?;
     Ok(ms * 1e3 / (REPLAYS * n) as f64)
+}
+
+/// The fused dot left in a scalar's accumulators (`buf`, [`SCALAR_LEN`](crate::scalar::SCALAR_LEN)
+/// doubles) against the float64 `w . y` of the `y` the kernel wrote: more
+/// than 1e-9 off, relative to the sum of the terms' magnitudes, is an
+/// [`RtError::FusedScalar`].
+fn check_fused_dot(buf: &[f64], y: &[f64], w: &[f64]) -> Result<(), RtError> {
+    let got: f64 = (0..crate::scalar::SLOTS)
+        .map(|k| {
+            buf.get(crate::scalar::SLOT_STRIDE * (k + 1))
+                .copied()
+                .unwrap_or(f64::NAN)
+        })
+        .sum();
+    let want: f64 = y.iter().zip(w).map(|(a, b)| a * b).sum();
+    let scale: f64 = y.iter().zip(w).map(|(a, b)| (a * b).abs()).sum();
+    let dot_err = (got - want).abs() / scale.max(f64::MIN_POSITIVE);
+    if dot_err.is_nan() || dot_err > 1e-9 {
+        return Err(RtError::FusedScalar {
+            rel_err: dot_err,
+            got,
+            want,
+        });
+    }
+    Ok(())
 }
 
 /// `n` random values in [-1, 1), rounded to `T`.

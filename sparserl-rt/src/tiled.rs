@@ -46,7 +46,7 @@ pub const TILE: usize = 1024;
 
 /// Most nonzeros of one piece of a row longer than [`TILE`]. A piece needs
 /// no shared memory, so it can be longer than a tile: fewer block reductions
-/// and atomics per row (`docs/kernel-lab-h200.md`), while a row of a million
+/// and atomics per row (`docs/lab/kernel-lab-h200.md`), while a row of a million
 /// nonzeros still spreads over about a hundred blocks.
 pub const PIECE: usize = 8192;
 

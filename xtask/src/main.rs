@@ -60,6 +60,8 @@ enum Cmd {
     BenchApp(bench_app::Args),
     /// Check every fused-epilogue variant and CUDA-graph replay on a GPU.
     FusedCheck(bench_app::check::Args),
+    /// Build a throwaway crate on this GPU and require its shipped images checked against float64.
+    ShippedCheck(bench_app::shipped::Args),
     /// Register / stack / spill report of a generated kernel and its fused entries.
     Ptxas(ptxas::Args),
     /// Time candidate kernel builds side by side (developer tool).
@@ -85,6 +87,7 @@ fn main() -> Result<()> {
         Cmd::VectorPtx(a) => vector_ptx::run(a),
         Cmd::BenchApp(a) => bench_app::run(a),
         Cmd::FusedCheck(a) => bench_app::check::command(a),
+        Cmd::ShippedCheck(a) => bench_app::shipped::command(a),
         Cmd::Ptxas(a) => ptxas::run(a),
         Cmd::KernelLab(a) => lab::run(a),
     }

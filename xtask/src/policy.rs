@@ -156,7 +156,7 @@ pub struct EvalArgs {
     #[arg(long, default_value = "docs/benchmarks/spmv-h200.json")]
     pub bench: PathBuf,
     /// Output folder.
-    #[arg(long, default_value = "docs")]
+    #[arg(long, default_value = "docs/policy")]
     pub out: PathBuf,
     /// Output file stem (`.md`, `.json`, `.svg`).
     #[arg(long, default_value = "policy-eval-h200")]

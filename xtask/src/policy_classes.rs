@@ -87,7 +87,7 @@ pub struct Args {
     #[arg(long, default_value = "policies/data")]
     pub training_data: PathBuf,
     /// Output folder.
-    #[arg(long, default_value = "docs")]
+    #[arg(long, default_value = "docs/policy")]
     pub out: PathBuf,
     /// Output file stem (`.md`, `.json`).
     #[arg(long, default_value = "policy-classes-h200")]

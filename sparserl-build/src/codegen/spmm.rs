@@ -34,15 +34,18 @@ const SPMM_FRAGMENTS: [(&str, &str); 4] = [
     ("spmm_col_tile.cu", SPMM_COL_TILE),
 ];
 
-/// [`SPMM_GENERATOR_VERSION`] plus a short hash of every SpMM fragment:
-/// changes whenever generated SpMM code can change (kept apart from the SpMV
+/// [`SPMM_GENERATOR_VERSION`] plus a short hash of every SpMM fragment, this
+/// module's source and sparserl-rt's SpMM modules (`sources::SPMM`): changes
+/// whenever generated SpMM code can change (kept apart from the SpMV
 /// `generator_fingerprint`, so SpMM work does not make SpMV lock files stale).
 pub fn spmm_generator_fingerprint() -> String {
     static FP: OnceLock<String> = OnceLock::new();
     FP.get_or_init(|| {
         let mut h = Sha256::new();
         h.update(SPMM_GENERATOR_VERSION.as_bytes());
-        for (name, text) in SPMM_FRAGMENTS {
+        let own = [("codegen/spmm.rs", include_str!("spmm.rs"))];
+        let rt = sparserl_rt::sources::SPMM;
+        for &(name, text) in SPMM_FRAGMENTS.iter().chain(&own).chain(rt) {
             h.update((name.len() as u64).to_le_bytes());
             h.update(name.as_bytes());
             h.update((text.len() as u64).to_le_bytes());

@@ -19,16 +19,31 @@ impl Pattern {
     }
 
     /// Sample files of a file pattern (resolved against `manifest_dir`, sorted);
-    /// empty for synthetic patterns. Unreadable directory entries are skipped.
-    pub fn files(&self, manifest_dir: &Path) -> Vec<PathBuf> {
+    /// empty for synthetic patterns. A directory entry that cannot be read
+    /// is an error (naming `manifest_dir/Cargo.toml`, `pattern.dir` and the
+    /// entry), so a fingerprint over these files never misses one that
+    /// loading the samples would then report.
+    pub fn files(&self, manifest_dir: &Path) -> Result<Vec<PathBuf>, DescriptorError> {
         match self {
-            Pattern::MatrixMarket { path } => vec![manifest_dir.join(path)],
-            Pattern::Samples { dir } => {
-                let (files, _) = list_mtx_files(&manifest_dir.join(dir));
-                files
-            }
-            _ => Vec::new(),
+            Pattern::MatrixMarket { path } => Ok(vec![manifest_dir.join(path)]),
+            Pattern::Samples { dir } => match list_mtx_files(&manifest_dir.join(dir)) {
+                (files, None) => Ok(files),
+                (_, Some(e)) => Err(DescriptorError::new(
+                    &manifest_dir.join("Cargo.toml"),
+                    "pattern.dir",
+                    format!(
+                        "found {}, expected a readable directory of sample files; {e}",
+                        quote(&dir.to_string_lossy())
+                    ),
+                )),
+            },
+            _ => Ok(Vec::new()),
         }
+    }
+
+    /// Whether the samples are generated (not read from files).
+    pub const fn is_synthetic(&self) -> bool {
+        !matches!(self, Pattern::MatrixMarket { .. } | Pattern::Samples { .. })
     }
 
     /// Generates (synthetic kinds: one matrix per seed) or reads (file kinds)
@@ -191,4 +206,21 @@ impl Pattern {
             ),
         })
     }
+}
+
+/// Fingerprint of the code that generates synthetic samples: sparserl-rt's
+/// generators ([`sparserl_rt::sources::SYNTH`]) and this module (which maps
+/// a pattern's parameters onto them). Part of the descriptor fingerprint of
+/// a synthetic pattern, whose sample bytes are not hashed (they are only
+/// generated when the kernel is built).
+pub fn sample_generator_fingerprint() -> String {
+    let mut key = crate::cache::KeyBuilder::new();
+    key.text(
+        "sparserl-build/src/descriptor/samples.rs",
+        include_str!("samples.rs"),
+    );
+    for (name, text) in sparserl_rt::sources::SYNTH {
+        key.text(name, text);
+    }
+    key.finish()
 }

@@ -156,7 +156,13 @@ fn every_synthetic_kind_loads_samples_of_the_right_size() {
                 s.label
             );
         }
-        assert!(d.kernels[0].pattern.files(&d.manifest_dir()).is_empty());
+        assert!(
+            d.kernels[0]
+                .pattern
+                .files(&d.manifest_dir())
+                .unwrap()
+                .is_empty()
+        );
     }
     let d = parse(&with_pattern(
         "kind = \"stencil\", grid = [64, 64], points = 5",
@@ -205,7 +211,7 @@ fn matrix_market_and_samples_dir_load() {
     let labels: Vec<&str> = set.iter().map(|s| s.label.as_str()).collect();
     assert_eq!(labels, ["a.mtx", "b/two.mtx"]);
     assert_eq!(
-        d.kernels[1].pattern.files(tmp.path()),
+        d.kernels[1].pattern.files(tmp.path()).unwrap(),
         vec![
             tmp.path().join("set/a.mtx"),
             tmp.path().join("set/b/two.mtx")
@@ -889,3 +895,30 @@ fn load_samples_bad_index() {
 
 mod kernel_keys;
 mod serde_model;
+
+#[cfg(unix)]
+#[test]
+fn a_samples_directory_walk_error_is_an_error_not_fewer_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "set/a.mtx", SMALL_MTX);
+    write(tmp.path(), "set/sub/b.mtx", SMALL_MTX);
+    let body = format!(
+        "{HEAD}{}",
+        with_pattern("kind = \"samples\", dir = \"set\"")
+    );
+    let d = parse_descriptor(&tmp.path().join("Cargo.toml"), &body).unwrap();
+    assert_eq!(d.kernels[0].pattern.files(tmp.path()).unwrap().len(), 2);
+    // A link back to an ancestor: the walk reports a loop (whatever the
+    // user's permissions), and the listing must not quietly drop it.
+    std::os::unix::fs::symlink(tmp.path().join("set"), tmp.path().join("set/sub/loop")).unwrap();
+    let msg = d.kernels[0]
+        .pattern
+        .files(tmp.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("Cargo.toml") && msg.contains("pattern.dir"),
+        "{msg}"
+    );
+    assert!(msg.contains("loop"), "{msg}");
+}

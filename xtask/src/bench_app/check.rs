@@ -296,6 +296,12 @@ pub fn command(args: Args) -> Result<()> {
     {
         bail!("fused-check failed: {:?}", r.failures);
     }
+    if !args.small {
+        // The build's own check of what it embeds, through the build path.
+        for line in super::shipped::run(&args.out.join("shipped-check"), 3.0)? {
+            println!("{line}");
+        }
+    }
     println!("fused-check: done");
     Ok(())
 }

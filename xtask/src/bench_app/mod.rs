@@ -8,6 +8,7 @@
 pub mod check;
 pub mod kernel;
 mod plot;
+pub mod shipped;
 #[cfg(test)]
 mod tests;
 

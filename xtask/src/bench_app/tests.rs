@@ -10,7 +10,7 @@ fn committed_report(rel: &str) -> Report {
 #[test]
 fn the_gather_floor_of_a_pagerank_matrix_is_reported_when_measured() {
     // Written before reports had a gather floor: it still parses, without one.
-    let mut r = committed_report("docs/benchmarks/app-runs/7-65808d3/app-h200.json");
+    let mut r = committed_report("docs/benchmarks/runs/app/7-65808d3/app-h200.json");
     assert!(r.pagerank.iter().all(|c| c.gather_floor_spmv_us.is_none()));
     let md = markdown(&r);
     assert!(!md.contains("Gather floor of one SpMV"), "{md}");

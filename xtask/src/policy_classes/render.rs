@@ -319,7 +319,7 @@ pub(super) fn markdown(report: &Value, runs: &[Vec<RecordRun>], args: &Args) -> 
         "- Top-16 is the best measured GB/s among the first {K} candidates in the order of \
          `eval-policy` (the policy's proposals with the layout strategies inserted after the \
          first 4 where the matrix has their layout), so it means what it means in \
-         `docs/policy-eval-h200.md`. The sweep has no renumbered variants, so the search's \
+         `docs/policy/policy-eval-h200.md`. The sweep has no renumbered variants, so the search's \
          renumber phase is not part of it; ours (the benchmark's search winner) may renumber \
          and then exceeds the sweep oracle (ours / bench oracle, in the JSON, stays <= 1).\n- \
          Related training class names are a fixed list by name (`RELATED` in \
