@@ -25,6 +25,15 @@ pub const GENERATION: &[(&str, &str)] = &[
     ("reorder.rs", include_str!("reorder.rs")),
 ];
 
+/// `(path under sparserl-rt/src, text)` of the modules that shape generated
+/// SpMM kernels (their variants, entry names, layouts and launch passes).
+#[doc(hidden)]
+pub const SPMM: &[(&str, &str)] = &[
+    ("spmm/variant.rs", include_str!("spmm/variant.rs")),
+    ("spmm/launch.rs", include_str!("spmm/launch.rs")),
+    ("dense.rs", include_str!("dense.rs")),
+];
+
 /// `(path under sparserl-rt/src, text)` of the synthetic-matrix generators:
 /// a descriptor's synthetic samples are a function of these and of the
 /// pattern's parameters.

@@ -34,15 +34,18 @@ const SPMM_FRAGMENTS: [(&str, &str); 4] = [
     ("spmm_col_tile.cu", SPMM_COL_TILE),
 ];
 
-/// [`SPMM_GENERATOR_VERSION`] plus a short hash of every SpMM fragment:
-/// changes whenever generated SpMM code can change (kept apart from the SpMV
+/// [`SPMM_GENERATOR_VERSION`] plus a short hash of every SpMM fragment, this
+/// module's source and sparserl-rt's SpMM modules (`sources::SPMM`): changes
+/// whenever generated SpMM code can change (kept apart from the SpMV
 /// `generator_fingerprint`, so SpMM work does not make SpMV lock files stale).
 pub fn spmm_generator_fingerprint() -> String {
     static FP: OnceLock<String> = OnceLock::new();
     FP.get_or_init(|| {
         let mut h = Sha256::new();
         h.update(SPMM_GENERATOR_VERSION.as_bytes());
-        for (name, text) in SPMM_FRAGMENTS {
+        let own = [("codegen/spmm.rs", include_str!("spmm.rs"))];
+        let rt = sparserl_rt::sources::SPMM;
+        for &(name, text) in SPMM_FRAGMENTS.iter().chain(&own).chain(rt) {
             h.update((name.len() as u64).to_le_bytes());
             h.update(name.as_bytes());
             h.update((text.len() as u64).to_le_bytes());
@@ -99,39 +102,14 @@ fn push_body(s: &mut String, text: &str) {
     }
 }
 
-/// Generates the SpMM kernel of `v` for `value` and `layout`; `width` is
-/// the compile-time width of the tuned entry (`None`: only the generic one),
-/// `epilogues` the fused entries to add. An error (never a panic) for a
-/// variant invalid for the layout or a width of 0 or above `i32::MAX`.
-pub fn generate_spmm(
+/// The unit's banner and the defines every entry shares.
+fn push_header(
+    s: &mut String,
     v: &SpmmVariant,
     value: ValueType,
     layout: DenseLayout,
     width: Option<usize>,
-    epilogues: &[SpmmEpilogue],
-) -> Result<SpmmSource, CodegenError> {
-    let v = v.canonical();
-    let invalid = |reason: String| CodegenError::InvalidVariant { id: v.id(), reason };
-    v.validate_for(layout).map_err(invalid)?;
-    if let Some(n) = width
-        && (n == 0 || n >= i32::MAX as usize)
-    {
-        return Err(invalid(format!("width {n} is not in 1..i32::MAX")));
-    }
-    let mut eps: Vec<SpmmEpilogue> = epilogues.to_vec();
-    eps.sort();
-    eps.dedup();
-    let mut entries = Vec::new();
-    for w in width.into_iter().map(Some).chain([None]) {
-        for e in [None].into_iter().chain(eps.iter().copied().map(Some)) {
-            entries.push(SpmmEntry {
-                width: w,
-                epilogue: e,
-                name: v.entry(value, layout, w, e),
-            });
-        }
-    }
-    let mut s = String::with_capacity(SPMM_COMMON.len() + 8192);
+) {
     // `write!` into a String cannot fail.
     let _ = writeln!(s, "// SparseRL generated SpMM kernel. Do not edit.");
     let _ = writeln!(s, "// variant: {}", v.id());
@@ -169,6 +147,42 @@ pub fn generate_spmm(
     ] {
         let _ = writeln!(s, "#define {k} {val}");
     }
+}
+
+/// Generates the SpMM kernel of `v` for `value` and `layout`; `width` is
+/// the compile-time width of the tuned entry (`None`: only the generic one),
+/// `epilogues` the fused entries to add. An error (never a panic) for a
+/// variant invalid for the layout or a width of 0 or above `i32::MAX`.
+pub fn generate_spmm(
+    v: &SpmmVariant,
+    value: ValueType,
+    layout: DenseLayout,
+    width: Option<usize>,
+    epilogues: &[SpmmEpilogue],
+) -> Result<SpmmSource, CodegenError> {
+    let v = v.canonical();
+    let invalid = |reason: String| CodegenError::InvalidVariant { id: v.id(), reason };
+    v.validate_for(layout).map_err(invalid)?;
+    if let Some(n) = width
+        && (n == 0 || n >= i32::MAX as usize)
+    {
+        return Err(invalid(format!("width {n} is not in 1..i32::MAX")));
+    }
+    let mut eps: Vec<SpmmEpilogue> = epilogues.to_vec();
+    eps.sort();
+    eps.dedup();
+    let mut entries = Vec::new();
+    for w in width.into_iter().map(Some).chain([None]) {
+        for e in [None].into_iter().chain(eps.iter().copied().map(Some)) {
+            entries.push(SpmmEntry {
+                width: w,
+                epilogue: e,
+                name: v.entry(value, layout, w, e),
+            });
+        }
+    }
+    let mut s = String::with_capacity(SPMM_COMMON.len() + 8192);
+    push_header(&mut s, &v, value, layout, width);
     s.push('\n');
     s.push_str(SPMM_COMMON);
     for (i, e) in entries.iter().enumerate() {

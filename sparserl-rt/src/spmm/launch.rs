@@ -382,7 +382,31 @@ impl<T: Scalar> RawArgs<'_, T> {
 /// The provided methods launch the entries of [`SpmmKernel::spec`]'s modules
 /// with the SpMM ABI: an implementation must return a spec whose modules
 /// hold those entries for its value type, layout, variants, widths and
-/// epilogues, as `sparserl-build` generates them.
+/// epilogues, as `sparserl-build` generates them. Implementing it by hand
+/// for foreign PTX is `unsafe` for that reason:
+///
+/// ```compile_fail,E0200
+/// struct Foreign;
+/// impl sparserl_rt::SpmmKernel for Foreign {
+///     type Value = f32;
+///     fn spec(&self) -> &'static sparserl_rt::SpmmSpec {
+///         std::process::abort()
+///     }
+/// }
+/// ```
+///
+/// ```no_run
+/// use sparserl_rt::{Csr, DenseLayout, DeviceCsr, DeviceDense, Gpu, RtError, SpmmKernel};
+///
+/// fn aggregate<K: SpmmKernel<Value = f32>>(k: &K, a: &Csr, h: &[f32], n: usize) -> Result<Vec<f32>, RtError> {
+///     let gpu = Gpu::new(0)?;
+///     let da = DeviceCsr::<f32>::upload(&gpu, a)?;
+///     let x = DeviceDense::from_host(&gpu, a.cols(), n, DenseLayout::RowMajor, h)?;
+///     let mut y = DeviceDense::zeros(&gpu, a.rows(), n, DenseLayout::RowMajor)?;
+///     k.spmm(&gpu, 1.0, &da, &x, 0.0, &mut y)?;
+///     y.to_host(&gpu)
+/// }
+/// ```
 pub unsafe trait SpmmKernel {
     /// Element type of A, X and Y.
     type Value: Scalar;

@@ -276,3 +276,36 @@ fn float_accumulation_fails_the_tolerance_on_long_rows() {
     assert!(pos_float > 1e-5, "float accumulation error {pos_float:e}");
     assert!(pos_double < 1e-6 && mixed_double < 1e-6);
 }
+
+proptest::proptest! {
+    /// Any valid variant's id parses back to its canonical form; ids of
+    /// invalid ones never parse.
+    #[test]
+    fn ids_round_trip(
+        s in 0usize..3,
+        block in 1u32..40,
+        group in 0u32..7,
+        vec in 0u32..4,
+        coarsen in 0u32..4,
+        tile in 0u32..6,
+        items in 0u32..80,
+        unroll in 0u32..5,
+        ldg in proptest::bool::ANY,
+    ) {
+        let v = SpmmVariant {
+            strategy: SpmmStrategy::ALL[s],
+            block: block * 32,
+            group: 1 << group,
+            vec: 1 << vec,
+            coarsen: 1 << coarsen,
+            tile: 1 << tile,
+            items,
+            unroll: 1 << unroll,
+            ldg_x: ldg,
+        };
+        match v.validate() {
+            Ok(()) => proptest::prop_assert_eq!(SpmmVariant::parse(&v.id()), Ok(v.canonical())),
+            Err(_) => proptest::prop_assert!(SpmmVariant::parse(&v.id()).is_err()),
+        }
+    }
+}

@@ -385,18 +385,10 @@ fn pow2_at_least(n: usize) -> u32 {
     n.max(1).next_power_of_two().min(1 << 16) as u32
 }
 
-/// The SpMM design space for width `n_cols` and `layout`: every point
-/// valid for that layout, none whose column chunk is far wider than the
-/// width (lanes that would idle), in a fixed order.
-pub fn spmm_space(n_cols: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
-    let np = pow2_at_least(n_cols);
-    let mut out = Vec::new();
-    let vecs: &[u32] = match layout {
-        DenseLayout::RowMajor => &[1, 2, 4],
-        DenseLayout::ColMajor => &[1],
-    };
-    // Row-warp: chunk = group vec coarsen in [np / 4, np] (at most 1024),
-    // for small widths also narrower groups (several rows per warp).
+/// Row-warp points: chunk = group vec coarsen at most the width (rounded up
+/// to a power of two `np`) and at least a quarter of it (or of 128); for
+/// column-major only whole warps once the width reaches 32.
+fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
     for group in [1, 2, 4, 8, 16, 32] {
         for &vec in vecs {
             for coarsen in [1, 2, 4] {
@@ -420,6 +412,19 @@ pub fn spmm_space(n_cols: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
             }
         }
     }
+}
+
+/// The SpMM design space for width `n_cols` and `layout`: every point
+/// valid for that layout, none whose column chunk is far wider than the
+/// width (lanes that would idle), in a fixed order.
+pub fn spmm_space(n_cols: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
+    let np = pow2_at_least(n_cols);
+    let mut out = Vec::new();
+    let vecs: &[u32] = match layout {
+        DenseLayout::RowMajor => &[1, 2, 4],
+        DenseLayout::ColMajor => &[1],
+    };
+    row_warp_points(np, layout, vecs, &mut out);
     // Nnz-split: 32 lanes over columns, chunk = 32 vec coarsen <= max(np, 32).
     for items in [4, 16] {
         for &vec in vecs {

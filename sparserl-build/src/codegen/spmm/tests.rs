@@ -110,6 +110,16 @@ fn one_variant_per_strategy_compiles() {
                 for e in &k.entries {
                     assert!(ptx.contains(&format!(".entry {}(", e.name)), "{}", e.name);
                 }
+                // Register and spill report (informational; the compile-all
+                // test lists every spilling entry).
+                if let Ok(r) = nvrtc::ptxas_check(&ptx, "sm_90") {
+                    for e in &r.entries {
+                        eprintln!(
+                            "ptxas sm_90 {}: {} registers, {} B spill stores, {} B stack",
+                            e.name, e.registers, e.spill_stores, e.stack_frame
+                        );
+                    }
+                }
             }
         }
     }
