@@ -778,6 +778,9 @@ pub fn run(args: Args) -> Result<()> {
             "--out".to_string(),
             args.out.to_string_lossy().into_owned(),
         ];
+        if args.no_spmm {
+            child_args.push("--no-spmm".to_string());
+        }
         if let Some(d) = write_dir {
             child_args.push("--ptx-dir".to_string());
             child_args.push(d.to_string_lossy().into_owned());
