@@ -315,6 +315,7 @@ impl Gpu {
     /// # Safety
     /// As [`Gpu::function_or_load`]: every entry name stands for the code
     /// `make` returns, whoever loads that name later.
+    #[cfg(feature = "tools")]
     pub(crate) unsafe fn functions_of_module<F>(
         &self,
         entries: &[String],
