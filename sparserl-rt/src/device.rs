@@ -2,7 +2,7 @@
 //!
 //! All device work of one [`Gpu`] goes through a single CUDA stream, so
 //! operations are ordered without extra synchronization. Every device
-//! buffer is a [`Shared`](crate::pin) allocation that captured graphs pin.
+//! buffer is a shared allocation that captured graphs pin.
 
 use crate::csr::Csr;
 use crate::error::RtError;

@@ -1,8 +1,8 @@
 //! SpMM, `Y = alpha A X + beta Y` with a dense `X` of `N` columns: the
 //! design space ([`SpmmVariant`], [`spmm_space`]), the float64 reference
-//! ([`reference`], [`Csr::spmm_f64`](crate::Csr::spmm_f64)), the typed
+//! (the `reference` module, [`Csr::spmm_f64`](crate::Csr::spmm_f64)), the typed
 //! launches ([`SpmmKernel`], [`SpmmSpec`]) and, with the `tools` feature,
-//! the measurement harness ([`measure`]) and the GPU check ([`check`]).
+//! the measurement harness (`measure`) and the GPU check (`check`).
 
 #[cfg(feature = "tools")]
 pub mod check;
