@@ -33,6 +33,7 @@ use crate::scalar::{DeviceCoefs, DeviceScalar};
 use crate::variant::{Strategy, Variant};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
@@ -132,16 +133,39 @@ pub(crate) fn load_entry(
     image: Option<Image>,
     source: &'static str,
 ) -> Result<CudaFunction, RtError> {
+    load_keyed_entry(gpu, kernel, Cow::Owned(entry.to_string()), image, source)
+}
+
+/// [`load_entry`] for a `'static` entry name (a spec's): no allocation on
+/// the launch path.
+fn load_static_entry(
+    gpu: &Gpu,
+    kernel: &str,
+    entry: &'static str,
+    image: Option<Image>,
+    source: &'static str,
+) -> Result<CudaFunction, RtError> {
+    load_keyed_entry(gpu, kernel, Cow::Borrowed(entry), image, source)
+}
+
+fn load_keyed_entry(
+    gpu: &Gpu,
+    kernel: &str,
+    entry: Cow<'static, str>,
+    image: Option<Image>,
+    source: &'static str,
+) -> Result<CudaFunction, RtError> {
+    let name = entry.clone();
     let key = match image {
         Some(Image::Cubin { bytes, .. }) => FnKey::image(bytes, entry),
         Some(Image::Ptx { text, .. }) => FnKey::image(text.as_bytes(), entry),
         None => FnKey::Source {
             addr: source.as_ptr() as usize,
             len: source.len(),
-            entry: entry.to_string(),
+            entry,
         },
     };
-    gpu.load_keyed(key, entry, || match image {
+    gpu.load_keyed(key, &name, || match image {
         Some(Image::Cubin { bytes, .. }) => Ok(Ptx::from_binary(bytes.to_vec())),
         Some(Image::Ptx { text, .. }) => Ok(Ptx::from_src(text)),
         #[cfg(feature = "jit")]
@@ -233,7 +257,7 @@ pub(crate) fn resolve_entry(
     };
     match (decision, entry) {
         (Dispatch::Tuned, Some(entry)) => Ok((
-            load_entry(gpu, spec.name, entry, image, spec.source)?,
+            load_static_entry(gpu, spec.name, entry, image, spec.source)?,
             spec.variant,
         )),
         (decision, _) => {
@@ -250,7 +274,7 @@ pub(crate) fn resolve_entry(
                 warn_fallback_once(spec.name, &reason);
             }
             Ok((
-                load_entry(
+                load_static_entry(
                     gpu,
                     spec.name,
                     fallback_entry,

@@ -76,8 +76,7 @@ pub(crate) fn median(xs: &[f64]) -> Option<f64> {
 // The run
 // ---------------------------------------------------------------------------
 
-/// A real matrix read in the background: name, class, matrix.
-type Loaded = (String, String, Result<Csr>);
+use crate::common::Loaded;
 
 struct Ctx<'a> {
     tuner: &'a GpuTuner,
@@ -537,24 +536,7 @@ pub(crate) fn default_matrices_dir() -> PathBuf {
 
 /// Loads real matrices in a background thread, one message per file.
 fn spawn_real_loader(dir: PathBuf) -> Result<(mpsc::Receiver<Loaded>, JoinHandle<()>)> {
-    let files = common::mtx_files(&dir)?;
-    let classes = common::manifest_classes(&dir);
-    let (tx, rx) = mpsc::channel();
-    let h = std::thread::spawn(move || {
-        for p in files {
-            let name = common::matrix_name(&p);
-            let class = classes
-                .get(&name)
-                .cloned()
-                .unwrap_or_else(|| "unknown".into());
-            let csr = sparserl_rt::mtx::read_matrix_market(&p)
-                .with_context(|| format!("reading {}", p.display()));
-            if tx.send((name, class, csr)).is_err() {
-                break;
-            }
-        }
-    });
-    Ok((rx, h))
+    Ok(common::spawn_loader(common::named_files(&dir)?))
 }
 
 /// Runs the command.

@@ -4,6 +4,8 @@ use anyhow::{Context, Result};
 use sparserl_rt::Csr;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 
 /// The workspace root (parent of the xtask crate, or the current directory
 /// when run as a copied binary).
@@ -142,6 +144,44 @@ pub fn driver_version() -> String {
     } else {
         "unknown".into()
     }
+}
+
+/// A real matrix read in the background: name, class, matrix.
+pub type Loaded = (String, String, Result<Csr>);
+
+/// The Matrix Market files of `dir`, sorted by name, each with its name and
+/// its class from `MANIFEST.tsv` (`unknown` when it names none).
+pub fn named_files(dir: &Path) -> Result<Vec<(PathBuf, String, String)>> {
+    let classes = manifest_classes(dir);
+    Ok(mtx_files(dir)?
+        .into_iter()
+        .map(|p| {
+            let name = matrix_name(&p);
+            let class = classes
+                .get(&name)
+                .cloned()
+                .unwrap_or_else(|| "unknown".into());
+            (p, name, class)
+        })
+        .collect())
+}
+
+/// Reads `files` (path, name, class) in a background thread, one message
+/// per file in their order; stops when the receiver is dropped.
+pub fn spawn_loader(
+    files: Vec<(PathBuf, String, String)>,
+) -> (mpsc::Receiver<Loaded>, JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        for (p, name, class) in files {
+            let csr = sparserl_rt::mtx::read_matrix_market(&p)
+                .with_context(|| format!("reading {}", p.display()));
+            if tx.send((name, class, csr)).is_err() {
+                break;
+            }
+        }
+    });
+    (rx, h)
 }
 
 #[cfg(test)]

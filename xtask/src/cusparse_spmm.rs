@@ -195,41 +195,33 @@ impl<'a, T: Scalar> CusparseSpmm<'a, T> {
         // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
         let stream = unsafe { self.gpu.stream() }.clone();
         let value = data_type(T::TYPE);
-        let (xr, yr, n) = (self.a.cols(), self.a.rows(), self.n);
+        let (xr, yr, n, layout) = (self.a.cols(), self.a.rows(), self.n, self.layout);
+        // A `rows x n` descriptor over the buffer at `p` with this layout.
+        let dn_mat = |rows: usize, p: u64, what: &str| -> Result<sys::cusparseDnMatDescr_t> {
+            let mut d: sys::cusparseDnMatDescr_t = std::ptr::null_mut();
+            // SAFETY: the buffer at `p` holds at least rows x n elements
+            // stored with this leading dimension and lives as long as `self`
+            // (descriptors are destroyed in Drop before the buffers are freed).
+            let st = unsafe {
+                sys::cusparseCreateDnMat(
+                    &mut d,
+                    rows as i64,
+                    n as i64,
+                    leading_dim(rows, n, layout) as i64,
+                    p as *mut c_void,
+                    value,
+                    order(layout),
+                )
+            };
+            check(st, what)?;
+            Ok(d)
+        };
         for i in 0..self.xs.len() {
-            let mut xd: sys::cusparseDnMatDescr_t = std::ptr::null_mut();
             let (xp, _gx) = self.xs[i].device_ptr(&stream);
-            // SAFETY: `xs[i]` holds cols x n elements stored with this leading
-            // dimension and lives as long as `self` (descriptors are destroyed
-            // in Drop before the buffers are freed).
-            let st = unsafe {
-                sys::cusparseCreateDnMat(
-                    &mut xd,
-                    xr as i64,
-                    n as i64,
-                    leading_dim(xr, n, self.layout) as i64,
-                    xp as *mut c_void,
-                    value,
-                    order(self.layout),
-                )
-            };
-            check(st, "cusparseCreateDnMat(X)")?;
+            let xd = dn_mat(xr, xp, "cusparseCreateDnMat(X)")?;
             self.x_descr.push(xd);
-            let mut yd: sys::cusparseDnMatDescr_t = std::ptr::null_mut();
             let (yp, _gy) = self.ys[i].device_ptr_mut(&stream);
-            // SAFETY: as above; `ys[i]` holds at least rows x n elements.
-            let st = unsafe {
-                sys::cusparseCreateDnMat(
-                    &mut yd,
-                    yr as i64,
-                    n as i64,
-                    leading_dim(yr, n, self.layout) as i64,
-                    yp as *mut c_void,
-                    value,
-                    order(self.layout),
-                )
-            };
-            check(st, "cusparseCreateDnMat(Y)")?;
+            let yd = dn_mat(yr, yp, "cusparseCreateDnMat(Y)")?;
             self.y_descr.push(yd);
         }
         Ok(())

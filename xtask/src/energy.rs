@@ -294,36 +294,17 @@ fn is_fatal(e: &anyhow::Error) -> bool {
 /// The `n` largest Matrix Market files of `dir` that `args` keeps, read in
 /// a background thread.
 fn spawn_real(dir: PathBuf, args: &Args, n: usize) -> Result<mpsc::Receiver<Loaded>> {
-    let classes = common::manifest_classes(&dir);
-    let mut files: Vec<(u64, PathBuf, String, String)> = common::mtx_files(&dir)?
+    let mut files: Vec<(u64, (PathBuf, String, String))> = common::named_files(&dir)?
         .into_iter()
-        .map(|p| {
-            let name = common::matrix_name(&p);
-            let class = classes
-                .get(&name)
-                .cloned()
-                .unwrap_or_else(|| "unknown".into());
-            (std::fs::metadata(&p).map_or(0, |m| m.len()), p, name, class)
-        })
-        .filter(|(_, _, name, class)| args.keeps(name, class))
+        .filter(|(_, name, class)| args.keeps(name, class))
+        .map(|f| (std::fs::metadata(&f.0).map_or(0, |m| m.len()), f))
         .collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.0));
     files.truncate(n);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for (_, p, name, class) in files {
-            let csr = sparserl_rt::mtx::read_matrix_market(&p)
-                .with_context(|| format!("reading {}", p.display()));
-            if tx.send((name, class, csr)).is_err() {
-                break;
-            }
-        }
-    });
-    Ok(rx)
+    Ok(common::spawn_loader(files.into_iter().map(|f| f.1).collect()).0)
 }
 
-/// A real matrix read in the background: name, class, matrix.
-type Loaded = (String, String, Result<Csr>);
+use crate::common::Loaded;
 
 /// A large matrix generated in the background.
 type Generated = (LargeSpec, std::thread::JoinHandle<Result<Csr>>);

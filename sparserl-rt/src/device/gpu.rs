@@ -6,6 +6,7 @@ use crate::error::{RtError, is_sticky};
 use crate::pin::Shared;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, sys};
 use cudarc::nvrtc::Ptx;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -31,13 +32,13 @@ pub(crate) enum FnKey {
     Image {
         addr: usize,
         len: usize,
-        entry: String,
+        entry: Cow<'static, str>,
     },
     /// An entry compiled at run time from a `'static` CUDA source (`jit`).
     Source {
         addr: usize,
         len: usize,
-        entry: String,
+        entry: Cow<'static, str>,
     },
     /// An entry loaded by name through [`Gpu::function_or_load_module`].
     User(String),
@@ -45,11 +46,13 @@ pub(crate) enum FnKey {
 
 impl FnKey {
     /// The key of `entry` in the `'static` image `bytes`.
-    pub(crate) fn image(bytes: &'static [u8], entry: &str) -> FnKey {
+    /// A `'static` entry name is borrowed: the lookups on the launch path
+    /// allocate nothing.
+    pub(crate) fn image(bytes: &'static [u8], entry: impl Into<Cow<'static, str>>) -> FnKey {
         FnKey::Image {
             addr: bytes.as_ptr() as usize,
             len: bytes.len(),
-            entry: entry.to_string(),
+            entry: entry.into(),
         }
     }
 }
@@ -329,13 +332,7 @@ impl Gpu {
         if let Some(found) = entries.iter().map(|e| map.get(&key(e)).cloned()).collect() {
             return Ok(found);
         }
-        let module = self.ctx.load_module(make()?).map_err(|e| {
-            if is_sticky(&e) {
-                RtError::from(e)
-            } else {
-                RtError::Compile(format!("loading a module failed: {e}"))
-            }
-        })?;
+        let module = self.load_module(make()?, || "a module".into())?;
         entries
             .iter()
             .map(|e| {
@@ -363,18 +360,25 @@ impl Gpu {
         if let Some(f) = map.get(&key) {
             return Ok(f.clone());
         }
-        let image = make()?;
-        let load_err = |e: cudarc::driver::DriverError| -> RtError {
-            if is_sticky(&e) {
-                e.into()
-            } else {
-                RtError::Compile(format!("loading the module of entry `{entry}` failed: {e}"))
-            }
-        };
-        let module = self.ctx.load_module(image).map_err(load_err)?;
-        let f = module.load_function(entry).map_err(load_err)?;
+        let what = || format!("the module of entry `{entry}`");
+        let module = self.load_module(make()?, what)?;
+        let f = module
+            .load_function(entry)
+            .map_err(|e| load_error(e, what()))?;
         map.insert(key, f.clone());
         Ok(f)
+    }
+
+    /// Loads a module image; a failure that is not sticky is a
+    /// [`RtError::Compile`] saying "loading {what} failed".
+    fn load_module(
+        &self,
+        image: Ptx,
+        what: impl FnOnce() -> String,
+    ) -> Result<Arc<CudaModule>, RtError> {
+        self.ctx
+            .load_module(image)
+            .map_err(|e| load_error(e, what()))
     }
 
     /// The function `entry` of the crate's own `'static` PTX `ptx`, the
@@ -398,15 +402,9 @@ impl Gpu {
             match map.get(&(ptx.as_ptr() as usize)) {
                 Some(m) => m.clone(),
                 None => {
-                    let m =
-                        self.ctx.load_module(Ptx::from_src(ptx)).map_err(|e| {
-                            match is_sticky(&e) {
-                                true => RtError::from(e),
-                                false => RtError::Compile(format!(
-                                    "loading sparserl-rt's module with `{entry}` failed: {e}"
-                                )),
-                            }
-                        })?;
+                    let m = self.load_module(Ptx::from_src(ptx), || {
+                        format!("sparserl-rt's module with `{entry}`")
+                    })?;
                     map.insert(ptx.as_ptr() as usize, m.clone());
                     m
                 }
@@ -422,5 +420,15 @@ impl Gpu {
             .unwrap_or_else(|p| p.into_inner())
             .insert(key, f.clone());
         Ok(f)
+    }
+}
+
+/// A driver error of loading `what`: sticky errors as they are (the context
+/// is unusable), others as [`RtError::Compile`].
+fn load_error(e: cudarc::driver::DriverError, what: String) -> RtError {
+    if is_sticky(&e) {
+        e.into()
+    } else {
+        RtError::Compile(format!("loading {what} failed: {e}"))
     }
 }

@@ -280,8 +280,7 @@ impl Runner {
     }
 }
 
-/// A real matrix read in the background: name, class, matrix.
-type Loaded = (String, String, Result<Csr>);
+use crate::common::Loaded;
 
 /// Loads the real matrices in a background thread, one message per file
 /// (`--quick`: the first six).
@@ -289,27 +288,11 @@ fn spawn_real_loader(
     dir: PathBuf,
     quick: bool,
 ) -> Result<(mpsc::Receiver<Loaded>, JoinHandle<()>)> {
-    let mut files = common::mtx_files(&dir)?;
+    let mut files = common::named_files(&dir)?;
     if quick {
         files.truncate(6);
     }
-    let classes = common::manifest_classes(&dir);
-    let (tx, rx) = mpsc::channel();
-    let h = std::thread::spawn(move || {
-        for p in files {
-            let name = common::matrix_name(&p);
-            let class = classes
-                .get(&name)
-                .cloned()
-                .unwrap_or_else(|| "unknown".into());
-            let csr = sparserl_rt::mtx::read_matrix_market(&p)
-                .with_context(|| format!("reading {}", p.display()));
-            if tx.send((name, class, csr)).is_err() {
-                break;
-            }
-        }
-    });
-    Ok((rx, h))
+    Ok(common::spawn_loader(files))
 }
 
 type Generated = (suite::GraphSpec, JoinHandle<Result<Csr>>);
