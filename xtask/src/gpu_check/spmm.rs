@@ -223,20 +223,44 @@ fn check_real<T: Scalar>(
     Ok(report)
 }
 
-/// The whole SpMM section; writes `spmm-check.json` / `.md` into `out`.
-pub(super) fn run(gpu: &Gpu, matrices: &[TestMatrix], out: &Path) -> Result<SpmmSection> {
+/// Writes the section's `spmm-check.json` / `.md` into `out` (after every
+/// width, so a run cut short still leaves what it checked).
+fn write_section(s: &SpmmSection, out: &Path) -> Result<()> {
+    std::fs::write(
+        out.join("spmm-check.json"),
+        serde_json::to_string_pretty(s)? + "\n",
+    )?;
+    std::fs::write(out.join("spmm-check.md"), s.markdown())?;
+    Ok(())
+}
+
+/// The whole SpMM section at the built-in `widths` (e.g. [`CHECK_WIDTHS`]);
+/// writes `spmm-check.json` / `.md` into `out`.
+pub(super) fn run(
+    gpu: &Gpu,
+    matrices: &[TestMatrix],
+    widths: &[usize],
+    out: &Path,
+) -> Result<SpmmSection> {
     let t0 = Instant::now();
     let mut s = SpmmSection {
-        widths: CHECK_WIDTHS.to_vec(),
         real_widths: REAL_WIDTHS.to_vec(),
         real_max_nnz: REAL_MAX_NNZ,
         ..SpmmSection::default()
     };
-    println!(
-        "spmm check: every variant at N = {:?} on the built-in matrices ...",
-        CHECK_WIDTHS
-    );
-    s.add(check_all(gpu, &generate, &CHECK_WIDTHS).map_err(|e| anyhow!("spmm check: {e}"))?);
+    println!("spmm check: every variant at N = {widths:?} on the built-in matrices ...");
+    for &n in widths {
+        s.add(check_all(gpu, &generate, &[n]).map_err(|e| anyhow!("spmm check: {e}"))?);
+        s.widths.push(n);
+        s.seconds = t0.elapsed().as_secs_f64();
+        write_section(&s, out)?;
+        println!(
+            "spmm check: N = {n} done: {} / {} passed so far, {:.0} s",
+            s.passed,
+            s.passed + s.failed,
+            s.seconds
+        );
+    }
     let real: Vec<&TestMatrix> = matrices
         .iter()
         .filter(|m| m.source == "real" && m.csr.nnz() <= REAL_MAX_NNZ)
@@ -249,11 +273,7 @@ pub(super) fn run(gpu: &Gpu, matrices: &[TestMatrix], out: &Path) -> Result<Spmm
     s.add(check_real::<f32>(gpu, &real, &REAL_WIDTHS)?);
     s.add(check_real::<f64>(gpu, &real, &REAL_WIDTHS)?);
     s.seconds = t0.elapsed().as_secs_f64();
-    std::fs::write(
-        out.join("spmm-check.json"),
-        serde_json::to_string_pretty(&s)? + "\n",
-    )?;
-    std::fs::write(out.join("spmm-check.md"), s.markdown())?;
+    write_section(&s, out)?;
     println!(
         "spmm check: {} / {} passed in {:.0} s; wrote {}",
         s.passed,
