@@ -8,7 +8,7 @@
 
 use super::*;
 use sparserl_rt::dense::DenseLayout;
-use sparserl_rt::spmm::check::{CHECK_WIDTHS, SpmmCheckReport, check_all};
+use sparserl_rt::spmm::check::{SpmmCheckReport, check_all};
 use sparserl_rt::spmm::measure::{SpmmBench, load_ptx_entries};
 use sparserl_rt::spmm::{SpmmEpilogue, SpmmVariant, spmm_space};
 
@@ -234,7 +234,7 @@ fn write_section(s: &SpmmSection, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The whole SpMM section at the built-in `widths` (e.g. [`CHECK_WIDTHS`]);
+/// The whole SpMM section at the built-in `widths` (e.g. `CHECK_WIDTHS`);
 /// writes `spmm-check.json` / `.md` into `out`.
 pub(super) fn run(
     gpu: &Gpu,
