@@ -68,10 +68,11 @@ pub fn spmm_prior_for(
 ///   (x 0.9).
 ///
 /// The critical path: row-warp `max_row coarsen`, col-tile
-/// `ceil(max_row / g) tile`, nnz-split `32 items coarsen / min(unroll, g)
-/// + 2 min(32 items / m, 32 items) + log2(rows) / (5 if g = 32 else 1)`
-/// (the range walked one nonzero at a time with that many loads in flight,
+/// `ceil(max_row / g) tile`, nnz-split the sum of
+/// `32 items coarsen / min(unroll, g)`, `2 min(32 items / m, 32 items)` and
+/// `log2(rows) / (5 if g = 32 else 1)` (the range walked one nonzero at a time with that many loads in flight,
 /// a dependent row-pointer load per row boundary, the first row's search).
+///
 /// Knobs: `__ldg` (x 1 / 0.97), block 256 (x 1, 128 / 512 x 0.99, else
 /// 0.98), unroll 4 on rows of 8+ nonzeros (x 1.01).
 pub fn spmm_prior_score(

@@ -10,7 +10,7 @@ use super::*;
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::check::{SpmmCheckReport, check_all};
 use sparserl_rt::spmm::measure::{SpmmBench, load_ptx_entries};
-use sparserl_rt::spmm::{SpmmEpilogue, SpmmVariant, spmm_space};
+use sparserl_rt::spmm::{SpmmEpilogue, SpmmFunctions, SpmmVariant, spmm_space};
 
 /// Widths of the real-matrix part (the built-in part covers seven).
 pub(super) const REAL_WIDTHS: [usize; 1] = [32];
@@ -140,19 +140,37 @@ fn compile_units(gpu: &Gpu, value: ValueType, widths: &[usize]) -> Units {
         .collect()
 }
 
-/// One unit on a real matrix: its four entries (tuned and generic width,
-/// plain and bias-relu) checked on `bench`.
-fn check_real_unit<T: Scalar>(
+/// The four entries of a unit (tuned and generic width, plain and
+/// bias-relu), in that order.
+fn real_entries(n: usize) -> [(Option<usize>, Option<SpmmEpilogue>); 4] {
+    let f = Some(SpmmEpilogue::BiasRelu);
+    [(Some(n), None), (Some(n), f), (None, None), (None, f)]
+}
+
+/// A unit's entries loaded from its PTX, or why they could not be.
+fn load_unit(
     gpu: &Gpu,
-    bench: &SpmmBench<T>,
     v: &SpmmVariant,
+    value: ValueType,
+    layout: DenseLayout,
+    n: usize,
     ptx: &Result<String, String>,
+) -> Result<Vec<SpmmFunctions>, String> {
+    let ptx = ptx.as_ref().map_err(|e| format!("compile: {e}"))?;
+    // SAFETY: the PTX was compiled from the generator's unit for exactly this
+    // variant, value type, layout and width, which holds these entries.
+    unsafe { load_ptx_entries(gpu, ptx, v, value, layout, &real_entries(n)) }
+        .map_err(|e| format!("load: {e}"))
+}
+
+/// One unit on a real matrix: its four entries (loaded by [`load_unit`])
+/// checked on `bench`.
+fn check_real_unit<T: Scalar>(
+    bench: &SpmmBench<T>,
+    loaded: &Result<Vec<SpmmFunctions>, String>,
     what: &str,
     report: &mut SpmmCheckReport,
 ) -> Result<()> {
-    let (layout, n) = (bench.layout(), bench.n());
-    let f = Some(SpmmEpilogue::BiasRelu);
-    let which = [(Some(n), None), (Some(n), f), (None, None), (None, f)];
     let tol = tolerance(T::TYPE);
     let fail = |report: &mut SpmmCheckReport, reason: String| {
         report.failures.push(sparserl_rt::spmm::check::SpmmFailure {
@@ -160,29 +178,20 @@ fn check_real_unit<T: Scalar>(
             reason,
         })
     };
-    let ptx = match ptx {
-        Ok(p) => p,
-        Err(e) => {
-            fail(report, format!("compile: {e}"));
-            return Ok(());
-        }
-    };
-    // SAFETY: the PTX was compiled from the generator's unit for exactly this
-    // variant, value type, layout and width, which holds these entries.
-    let fs = match unsafe { load_ptx_entries(gpu, ptx, v, T::TYPE, layout, &which) } {
+    let fs = match loaded {
         Ok(fs) => fs,
         Err(e) => {
-            fail(report, format!("load: {e}"));
+            fail(report, e.clone());
             return Ok(());
         }
     };
-    for (fsk, &(w, ep)) in fs.iter().zip(&which) {
+    for (fsk, &(w, ep)) in fs.iter().zip(&real_entries(bench.n())) {
         let entry = format!(
             "{} {}",
             w.map_or("generic".into(), |w| format!("n{w}")),
             ep.map_or("plain", |e| e.as_str())
         );
-        // SAFETY: the entry of this unit loaded above, for this bench's layout and type.
+        // SAFETY: the entry of this unit loaded for this bench's layout, width and type.
         match unsafe { bench.check(fsk, ep) } {
             Ok(e) if e <= tol => report.passed += 1,
             Ok(e) => fail(
@@ -196,7 +205,8 @@ fn check_real_unit<T: Scalar>(
     Ok(())
 }
 
-/// Every variant on the real matrices at `widths`, both layouts.
+/// Every variant on the real matrices at `widths`, both layouts: per layout
+/// and width the benches of every matrix, each unit loaded once.
 fn check_real<T: Scalar>(
     gpu: &Gpu,
     real: &[&TestMatrix],
@@ -209,13 +219,22 @@ fn check_real<T: Scalar>(
         x_copies: 1,
         ..Default::default()
     };
-    for m in real {
-        for layout in DenseLayout::ALL {
-            for &n in widths {
-                let bench = SpmmBench::<T>::new(gpu, &m.csr, n, layout, &opts)?;
-                for ((v, _, _), ptx) in units.iter().filter(|u| u.0.1 == layout && u.0.2 == n) {
-                    let what = format!("{} {} {layout} N={n} on {}", v.id(), T::TYPE, m.name);
-                    check_real_unit(gpu, &bench, v, ptx, &what, &mut report)?;
+    for layout in DenseLayout::ALL {
+        for &n in widths {
+            let benches = real
+                .iter()
+                .map(|m| {
+                    Ok((
+                        m.name.as_str(),
+                        SpmmBench::<T>::new(gpu, &m.csr, n, layout, &opts)?,
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for ((v, _, _), ptx) in units.iter().filter(|u| u.0.1 == layout && u.0.2 == n) {
+                let loaded = load_unit(gpu, v, T::TYPE, layout, n, ptx);
+                for (name, bench) in &benches {
+                    let what = format!("{} {} {layout} N={n} on {name}", v.id(), T::TYPE);
+                    check_real_unit(bench, &loaded, &what, &mut report)?;
                 }
             }
         }
