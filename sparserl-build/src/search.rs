@@ -796,6 +796,9 @@ fn climb(
     Ok(())
 }
 
+/// Per finalist, its GB/s per round of re-measurement; `None` once a check failed.
+type Rounds = Vec<Option<Vec<f64>>>;
+
 /// Phase 4: the finalists re-measured in rounds (one always, more within
 /// the budget); per finalist its GB/s per round, `None` once a check failed.
 /// Also the number of rounds taken.
@@ -804,8 +807,8 @@ fn finalist_rounds(
     source: &mut dyn MeasureSource,
     cfg: &SearchConfig,
     finalists: &[(Variant, f64)],
-) -> Result<(Vec<Option<Vec<f64>>>, usize), SearchError> {
-    let mut rounds: Vec<Option<Vec<f64>>> = vec![Some(Vec::new()); finalists.len()];
+) -> Result<(Rounds, usize), SearchError> {
+    let mut rounds: Rounds = vec![Some(Vec::new()); finalists.len()];
     let mut rounds_taken = 0;
     for round in 0..cfg.rounds.max(1) {
         if round > 0 && led.spent >= cfg.budget_seconds {
