@@ -61,7 +61,7 @@ pub enum LockError {
         name: String,
         /// what is wrong
         #[source]
-        source: crate::lock_spmm::SpmmEntryError,
+        source: Box<crate::lock_spmm::SpmmEntryError>,
     },
     /// The lock file could not be rendered as TOML (an internal error).
     #[error("{path}: could not render the lock file: {source}")]
@@ -133,7 +133,7 @@ impl LockFile {
             e.validate().map_err(|source| LockError::Spmm {
                 path: path.clone(),
                 name: e.name.clone(),
-                source,
+                source: Box::new(source),
             })?;
         }
         Ok(Some(lock))

@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 use sparserl_rt::ValueType;
 use sparserl_rt::dense::DenseLayout;
-use sparserl_rt::spmm::SpmmVariant;
+use sparserl_rt::spmm::{SpmmVariant, SpmmVariantError};
 
 /// What is wrong with an `[[spmm]]` entry that parses.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -45,7 +45,8 @@ pub enum SpmmEntryError {
         /// the width
         n: usize,
         /// why it does not parse
-        reason: String,
+        #[source]
+        reason: SpmmVariantError,
     },
     /// A variant that is not valid for the entry's dense layout.
     #[error("width n = {n}: variant `{variant}`: {reason}")]
@@ -55,7 +56,8 @@ pub enum SpmmEntryError {
         /// the variant id
         variant: String,
         /// why it is not valid
-        reason: String,
+        #[source]
+        reason: SpmmVariantError,
     },
     /// Bandwidth figures that are not finite non-negative numbers.
     #[error("width n = {n}: gbs {gbs} / pct-copy {pct_copy} are not finite non-negative numbers")]

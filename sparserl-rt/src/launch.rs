@@ -399,7 +399,7 @@ fn check_launch<T: Scalar>(
         .validate()
         .map_err(|reason| RtError::InvalidVariant {
             variant: variant.id(),
-            reason,
+            reason: reason.to_string(),
         })?;
     if x.len() < a.cols() {
         return Err(RtError::DimensionMismatch {
