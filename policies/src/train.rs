@@ -442,6 +442,9 @@ fn f64_of(t: &Tensor) -> f64 {
 }
 
 /// Trains a policy on `ds` (held-out records excluded from every loss).
+///
+/// Phases: split and normalise the records, fit the cost head, then
+/// `cfg.epochs` policy-gradient epochs, then export and summarise.
 pub fn train(
     ds: &Dataset,
     cfg: &TrainConfig,
@@ -450,18 +453,75 @@ pub fn train(
     tch::set_num_threads(cfg.threads.max(1));
     tch::manual_seed(cfg.seed as i64);
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let (train_recs, test_recs) = split_records(ds, cfg)?;
+    let norm = Normalisation::of(&train_recs);
+    let x_train = norm.inputs(&train_recs);
+    let x_test = (!test_recs.is_empty()).then(|| norm.inputs(&test_recs));
+    let cost = CostRows::of(ds, cfg, &norm)?;
+
+    let mut net = Net::new(cfg.hidden, cfg.cost_hidden);
+    net.cost_mean = cost.mean;
+    net.cost_std = cost.std;
+    let mut opt = nn::Adam::default().build(&net.vs, cfg.lr)?;
+    for _ in 0..cfg.cost_steps {
+        let loss = cost.loss(&net, &mut rng);
+        opt.backward_step(&loss);
+    }
+
+    let space = Space::new();
+    let train_set = Split {
+        recs: &train_recs,
+        x: &x_train,
+    };
+    let test_set = x_test.as_ref().map(|x| Split {
+        recs: &test_recs,
+        x,
+    });
+    let episodes = Episodes::new(&train_set, cfg.samples);
+    let mut counts = RewardCounts::default();
+    let mut reports = Vec::new();
+    for epoch in 1..=cfg.epochs {
+        let mut step = EpochStep {
+            net: &net,
+            opt: &mut opt,
+            rng: &mut rng,
+            counts: &mut counts,
+        };
+        let rep = step.run(
+            epoch,
+            cfg,
+            (&space, &cost, &episodes),
+            (&train_set, &test_set),
+        );
+        log(&rep);
+        reports.push(rep);
+    }
+    finish(
+        &net,
+        norm,
+        ds,
+        cfg,
+        (&train_recs, &test_recs),
+        reports,
+        counts,
+    )
+}
+
+/// The usable records of `ds`, split into training and held-out ones
+/// (`cfg.holdout_names` and `cfg.holdout_classes`).
+fn split_records(
+    ds: &Dataset,
+    cfg: &TrainConfig,
+) -> Result<(Vec<Prepared>, Vec<Prepared>), TrainError> {
     if ds.feature_names != Features::NAMES {
         return Err(TrainError::Data(
             "dataset feature names differ from this code's".into(),
         ));
     }
-    let held = |r: &MatrixRecord| {
-        cfg.holdout_names.contains(&r.name) || cfg.holdout_classes.contains(&r.class)
-    };
     let (mut train_recs, mut test_recs) = (Vec::new(), Vec::new());
     for r in &ds.matrices {
         if let Some(p) = prepare(ds, r) {
-            if held(r) {
+            if held_out(cfg, r) {
                 test_recs.push(p);
             } else {
                 train_recs.push(p);
@@ -471,106 +531,153 @@ pub fn train(
     if train_recs.is_empty() {
         return Err(TrainError::Data("no training records".into()));
     }
-    // Feature normalisation from the training records only.
-    let t: Vec<Vec<f64>> = train_recs
-        .iter()
-        .map(|r| net::transform_features(&r.features))
-        .collect();
-    let n = t.len() as f64;
-    let mean: Vec<f64> = (0..18)
-        .map(|j| t.iter().map(|r| r[j]).sum::<f64>() / n)
-        .collect();
-    let std: Vec<f64> = (0..18)
-        .map(|j| {
-            let v = t.iter().map(|r| (r[j] - mean[j]).powi(2)).sum::<f64>() / n;
-            if v.sqrt() > 1e-6 { v.sqrt() } else { 1.0 }
-        })
-        .collect();
-    let input_of = |r: &Prepared| -> Vec<f32> {
-        network_input(&r.features, r.value, &mean, &std)
+    Ok((train_recs, test_recs))
+}
+
+/// Whether `r` is held out of training.
+fn held_out(cfg: &TrainConfig, r: &MatrixRecord) -> bool {
+    cfg.holdout_names.contains(&r.name) || cfg.holdout_classes.contains(&r.class)
+}
+
+/// Feature normalisation, from the training records only.
+struct Normalisation {
+    mean: Vec<f64>,
+    std: Vec<f64>,
+}
+
+impl Normalisation {
+    fn of(train_recs: &[Prepared]) -> Normalisation {
+        let t: Vec<Vec<f64>> = train_recs
+            .iter()
+            .map(|r| net::transform_features(&r.features))
+            .collect();
+        let n = t.len() as f64;
+        let mean: Vec<f64> = (0..18)
+            .map(|j| t.iter().map(|r| r[j]).sum::<f64>() / n)
+            .collect();
+        let std: Vec<f64> = (0..18)
+            .map(|j| {
+                let v = t.iter().map(|r| (r[j] - mean[j]).powi(2)).sum::<f64>() / n;
+                if v.sqrt() > 1e-6 { v.sqrt() } else { 1.0 }
+            })
+            .collect();
+        Normalisation { mean, std }
+    }
+
+    /// The network input of one record.
+    fn input(&self, r: &Prepared) -> Vec<f32> {
+        network_input(&r.features, r.value, &self.mean, &self.std)
             .into_iter()
             .map(|x| x as f32)
             .collect()
-    };
-    let inputs = |recs: &[Prepared]| -> Tensor {
-        let flat: Vec<f32> = recs.iter().flat_map(&input_of).collect();
-        Tensor::from_slice(&flat).view([recs.len() as i64, INPUTS as i64])
-    };
-    let x_train = inputs(&train_recs);
-    let x_test = if test_recs.is_empty() {
-        None
-    } else {
-        Some(inputs(&test_recs))
-    };
+    }
 
-    // Cost-head rows: every correct measurement of the training records.
-    let (mut cx, mut cv, mut cy) = (Vec::new(), Vec::new(), Vec::new());
-    for rec in ds.matrices.iter().filter(|r| !held(r)) {
-        let Some(p) = prepare(ds, rec) else { continue };
-        let x = input_of(&p);
-        for r in &rec.results {
-            if r.3
-                && r.1 > 0.0
-                && let Some(v) = ds.variants.get(r.0)
-            {
-                cx.extend_from_slice(&x);
-                cv.extend_from_slice(&encode_variant(v));
-                cy.push(r.1.ln());
+    /// The network inputs of `recs`, one row each.
+    fn inputs(&self, recs: &[Prepared]) -> Tensor {
+        let flat: Vec<f32> = recs.iter().flat_map(|r| self.input(r)).collect();
+        Tensor::from_slice(&flat).view([recs.len() as i64, INPUTS as i64])
+    }
+}
+
+/// The cost head's rows: every correct measurement of the training
+/// records, its target normalised ln GB/s.
+struct CostRows {
+    x: Tensor,
+    v: Tensor,
+    y: Tensor,
+    rows: i64,
+    mean: f64,
+    std: f64,
+}
+
+impl CostRows {
+    fn of(ds: &Dataset, cfg: &TrainConfig, norm: &Normalisation) -> Result<CostRows, TrainError> {
+        let (mut cx, mut cv, mut cy) = (Vec::new(), Vec::new(), Vec::new());
+        for rec in ds.matrices.iter().filter(|r| !held_out(cfg, r)) {
+            let Some(p) = prepare(ds, rec) else { continue };
+            let x = norm.input(&p);
+            for r in &rec.results {
+                if r.3
+                    && r.1 > 0.0
+                    && let Some(v) = ds.variants.get(r.0)
+                {
+                    cx.extend_from_slice(&x);
+                    cv.extend_from_slice(&encode_variant(v));
+                    cy.push(r.1.ln());
+                }
             }
         }
+        let rows = cy.len() as i64;
+        if rows == 0 {
+            return Err(TrainError::Data(
+                "no correct measurements to fit the cost head".into(),
+            ));
+        }
+        let mean = cy.iter().sum::<f64>() / rows as f64;
+        let std = (cy.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / rows as f64)
+            .sqrt()
+            .max(1e-3);
+        Ok(CostRows {
+            x: Tensor::from_slice(&cx).view([rows, INPUTS as i64]),
+            v: Tensor::from_slice(&cv).view([rows, VARIANT_ENCODING as i64]),
+            y: Tensor::from_slice(
+                &cy.iter()
+                    .map(|y| ((y - mean) / std) as f32)
+                    .collect::<Vec<_>>(),
+            ),
+            rows,
+            mean,
+            std,
+        })
     }
-    let rows = cy.len() as i64;
-    if rows == 0 {
-        return Err(TrainError::Data(
-            "no correct measurements to fit the cost head".into(),
-        ));
-    }
-    let cmean = cy.iter().sum::<f64>() / rows as f64;
-    let cstd = (cy.iter().map(|y| (y - cmean).powi(2)).sum::<f64>() / rows as f64)
-        .sqrt()
-        .max(1e-3);
-    let cost_x = Tensor::from_slice(&cx).view([rows, INPUTS as i64]);
-    let cost_v = Tensor::from_slice(&cv).view([rows, VARIANT_ENCODING as i64]);
-    let cost_y = Tensor::from_slice(
-        &cy.iter()
-            .map(|y| ((y - cmean) / cstd) as f32)
-            .collect::<Vec<_>>(),
-    );
 
-    let mut net = Net::new(cfg.hidden, cfg.cost_hidden);
-    net.cost_mean = cmean;
-    net.cost_std = cstd;
-    let mut opt = nn::Adam::default().build(&net.vs, cfg.lr)?;
-    let cost_batch = 4096.min(rows);
-    let cost_loss_at = |net: &Net, rng: &mut ChaCha8Rng| -> Tensor {
-        let idx: Vec<i64> = (0..cost_batch).map(|_| rng.random_range(0..rows)).collect();
+    /// The cost head's MSE on a random batch of rows.
+    fn loss(&self, net: &Net, rng: &mut ChaCha8Rng) -> Tensor {
+        let batch = 4096.min(self.rows);
+        let idx: Vec<i64> = (0..batch).map(|_| rng.random_range(0..self.rows)).collect();
         let idx = Tensor::from_slice(&idx);
-        let pred = net.cost_raw(&cost_x.index_select(0, &idx), &cost_v.index_select(0, &idx));
-        (pred - cost_y.index_select(0, &idx))
+        let pred = net.cost_raw(&self.x.index_select(0, &idx), &self.v.index_select(0, &idx));
+        (pred - self.y.index_select(0, &idx))
             .square()
             .mean(Kind::Float)
-    };
-    for _ in 0..cfg.cost_steps {
-        let loss = cost_loss_at(&net, &mut rng);
-        opt.backward_step(&loss);
+    }
+}
+
+/// The policy space and its variant encodings.
+struct Space {
+    variants: Vec<Variant>,
+    encodings: Tensor,
+}
+
+impl Space {
+    fn new() -> Space {
+        let variants = policy_space();
+        let nv = variants.len();
+        let enc: Vec<f32> = variants.iter().flat_map(encode_variant).collect();
+        let encodings = Tensor::from_slice(&enc).view([nv as i64, VARIANT_ENCODING as i64]);
+        Space {
+            variants,
+            encodings,
+        }
     }
 
-    let space = policy_space();
-    let nv = space.len();
-    let venc_all: Vec<f32> = space.iter().flat_map(encode_variant).collect();
-    let venc_all = Tensor::from_slice(&venc_all).view([nv as i64, VARIANT_ENCODING as i64]);
-    // Rewards per record and variant: measured, else the cost head's estimate.
-    let reward_table = |net: &Net, recs: &[Prepared], x: &Tensor| -> (Vec<Vec<f64>>, usize) {
+    /// Rewards per record of `split` and variant: measured, else the cost
+    /// head's estimate; also how many were estimated.
+    fn reward_table(&self, net: &Net, split: &Split<'_>) -> (Vec<Vec<f64>>, usize) {
+        let nv = self.variants.len();
         let mut estimated = 0;
+        let recs = split.recs;
         let need = recs.iter().any(|r| r.measured.iter().any(Option::is_none));
         let pred: Option<Vec<f32>> = need.then(|| {
             tch::no_grad(|| {
                 let b = recs.len() as i64;
-                let xr = x
+                let xr = split
+                    .x
                     .unsqueeze(1)
                     .expand([b, nv as i64, INPUTS as i64], false)
                     .reshape([-1, INPUTS as i64]);
-                let vr = venc_all
+                let vr = self
+                    .encodings
                     .unsqueeze(0)
                     .expand([b, nv as i64, VARIANT_ENCODING as i64], false)
                     .reshape([-1, VARIANT_ENCODING as i64]);
@@ -596,8 +703,12 @@ pub fn train(
             })
             .collect();
         (table, estimated)
-    };
-    let evaluate = |net: &Net, x: &Tensor, table: &[Vec<f64>]| -> (f64, f64) {
+    }
+
+    /// Expected reward and reward of the most probable variant, averaged
+    /// over the rows of `x` (rewards in `table`).
+    fn evaluate(&self, net: &Net, x: &Tensor, table: &[Vec<f64>]) -> (f64, f64) {
+        let nv = self.variants.len();
         tch::no_grad(|| {
             let p: Vec<Vec<f32>> =
                 Vec::try_from(&net.joint_log_probs(x).exp()).expect("probabilities");
@@ -610,117 +721,208 @@ pub fn train(
             let n = table.len().max(1) as f64;
             (exp / n, greedy / n)
         })
-    };
+    }
+}
 
-    let nrec = train_recs.len();
-    let s = cfg.samples.max(1);
-    let batch = (nrec * s) as i64;
-    let rep_idx: Vec<i64> = (0..nrec as i64)
-        .flat_map(|i| std::iter::repeat_n(i, s))
+/// Records and their network inputs.
+struct Split<'a> {
+    recs: &'a [Prepared],
+    x: &'a Tensor,
+}
+
+/// The training batch of every epoch: each training record `samples` times.
+struct Episodes {
+    /// Episodes per record.
+    per_record: usize,
+    batch: i64,
+    /// The input row of every episode.
+    x: Tensor,
+}
+
+impl Episodes {
+    fn new(train: &Split<'_>, samples: usize) -> Episodes {
+        let nrec = train.recs.len();
+        let s = samples.max(1);
+        let rep_idx: Vec<i64> = (0..nrec as i64)
+            .flat_map(|i| std::iter::repeat_n(i, s))
+            .collect();
+        let rep_idx = Tensor::from_slice(&rep_idx);
+        Episodes {
+            per_record: s,
+            batch: (nrec * s) as i64,
+            x: train.x.index_select(0, &rep_idx),
+        }
+    }
+}
+
+/// Episode rewards that came from the cost head, of all episodes.
+#[derive(Default)]
+struct RewardCounts {
+    estimated: usize,
+    episodes: usize,
+}
+
+/// The sampled actions of one epoch's episodes, with their log-probability
+/// and entropy (tensors with gradients).
+struct Rollout {
+    strat: Vec<i64>,
+    acts: Vec<[i64; HEADS]>,
+    logp: Tensor,
+    ent: Tensor,
+}
+
+/// Samples a strategy and its head actions per episode (`h`: the trunk's
+/// output of every episode).
+fn rollout(net: &Net, h: &Tensor, batch: i64, rng: &mut ChaCha8Rng) -> Rollout {
+    let slp = net.l("strategy").forward(h).log_softmax(-1, Kind::Float);
+    let sprobs: Vec<f32> = Vec::try_from(&slp.exp().detach().flatten(0, -1)).expect("f32");
+    let strat: Vec<i64> = (0..batch as usize)
+        .map(|b| sample(rng, &sprobs[b * NS..(b + 1) * NS]) as i64)
         .collect();
-    let rep_idx = Tensor::from_slice(&rep_idx);
-    let xb = x_train.index_select(0, &rep_idx);
-    let mut reports = Vec::new();
-    let (mut est_count, mut ep_count) = (0usize, 0usize);
-    for epoch in 1..=cfg.epochs {
-        let (table, _) = reward_table(&net, &train_recs, &x_train);
-        let h = net.trunk(&xb);
-        let slp = net.l("strategy").forward(&h).log_softmax(-1, Kind::Float);
-        let sprobs: Vec<f32> = Vec::try_from(&slp.exp().detach().flatten(0, -1)).expect("f32");
-        let strat: Vec<i64> = (0..batch as usize)
-            .map(|b| sample(&mut rng, &sprobs[b * NS..(b + 1) * NS]) as i64)
-            .collect();
-        let strat_t = Tensor::from_slice(&strat);
-        let onehot = strat_t.one_hot(NS as i64).to_kind(Kind::Float);
-        let masks: Vec<f32> = strat
-            .iter()
-            .flat_map(|&si| unroll_mask(STRATEGIES[si as usize]))
-            .collect();
-        let mask_t = Tensor::from_slice(&masks).view([batch, 3]);
-        let heads = net.conditioned(&h, &onehot, &mask_t);
-        let hprobs: Vec<Vec<f32>> = heads
-            .iter()
-            .map(|t| Vec::try_from(&t.exp().detach().flatten(0, -1)).expect("f32"))
-            .collect();
-        let mut acts = vec![[0i64; HEADS]; batch as usize];
-        let mut used = vec![0f32; batch as usize * HEADS];
-        for b in 0..batch as usize {
-            let u = heads_used(STRATEGIES[strat[b] as usize]);
-            for k in 0..HEADS {
-                let n = HEAD_SIZES[k] as usize;
-                acts[b][k] = sample(&mut rng, &hprobs[k][b * n..(b + 1) * n]) as i64;
-                used[b * HEADS + k] = if u[k] { 1.0 } else { 0.0 };
-            }
-        }
-        let used_t = Tensor::from_slice(&used).view([batch, HEADS as i64]);
-        let mut logp = slp.gather(1, &strat_t.unsqueeze(1), false).squeeze_dim(1);
-        let mut ent = -(slp.exp() * &slp).sum_dim_intlist(1, false, Kind::Float);
+    let strat_t = Tensor::from_slice(&strat);
+    let onehot = strat_t.one_hot(NS as i64).to_kind(Kind::Float);
+    let masks: Vec<f32> = strat
+        .iter()
+        .flat_map(|&si| unroll_mask(STRATEGIES[si as usize]))
+        .collect();
+    let mask_t = Tensor::from_slice(&masks).view([batch, 3]);
+    let heads = net.conditioned(h, &onehot, &mask_t);
+    let hprobs: Vec<Vec<f32>> = heads
+        .iter()
+        .map(|t| Vec::try_from(&t.exp().detach().flatten(0, -1)).expect("f32"))
+        .collect();
+    let mut acts = vec![[0i64; HEADS]; batch as usize];
+    let mut used = vec![0f32; batch as usize * HEADS];
+    for b in 0..batch as usize {
+        let u = heads_used(STRATEGIES[strat[b] as usize]);
         for k in 0..HEADS {
-            let a: Vec<i64> = acts.iter().map(|x| x[k]).collect();
-            let a = Tensor::from_slice(&a).unsqueeze(1);
-            let u = used_t.select(1, k as i64);
-            logp += heads[k].gather(1, &a, false).squeeze_dim(1) * &u;
-            // Masked entries have p = 0 and log p = -1e9: their product is 0.
-            let hk = -(heads[k].exp() * &heads[k]).sum_dim_intlist(1, false, Kind::Float);
-            ent += hk * &u;
+            let n = HEAD_SIZES[k] as usize;
+            acts[b][k] = sample(rng, &hprobs[k][b * n..(b + 1) * n]) as i64;
+            used[b * HEADS + k] = if u[k] { 1.0 } else { 0.0 };
         }
-        let rewards: Vec<f32> = (0..batch as usize)
-            .map(|b| {
-                let rec = b / s;
-                let mut a = [strat[b] as usize; HEADS + 1];
-                for k in 0..HEADS {
-                    a[k + 1] = acts[b][k] as usize;
-                }
-                let v = net::variant_of(a);
-                let j = space
-                    .iter()
-                    .position(|x| *x == v)
-                    .expect("in the policy space");
-                if train_recs[rec].measured[j].is_none() {
-                    est_count += 1;
-                }
-                ep_count += 1;
-                table[rec][j] as f32
-            })
-            .collect();
+    }
+    let used_t = Tensor::from_slice(&used).view([batch, HEADS as i64]);
+    let mut logp = slp.gather(1, &strat_t.unsqueeze(1), false).squeeze_dim(1);
+    let mut ent = -(slp.exp() * &slp).sum_dim_intlist(1, false, Kind::Float);
+    for k in 0..HEADS {
+        let a: Vec<i64> = acts.iter().map(|x| x[k]).collect();
+        let a = Tensor::from_slice(&a).unsqueeze(1);
+        let u = used_t.select(1, k as i64);
+        logp += heads[k].gather(1, &a, false).squeeze_dim(1) * &u;
+        // Masked entries have p = 0 and log p = -1e9: their product is 0.
+        let hk = -(heads[k].exp() * &heads[k]).sum_dim_intlist(1, false, Kind::Float);
+        ent += hk * &u;
+    }
+    Rollout {
+        strat,
+        acts,
+        logp,
+        ent,
+    }
+}
+
+/// One policy-gradient epoch's state: the network, its optimiser, the
+/// random stream and the reward counts.
+struct EpochStep<'a> {
+    net: &'a Net,
+    opt: &'a mut nn::Optimizer,
+    rng: &'a mut ChaCha8Rng,
+    counts: &'a mut RewardCounts,
+}
+
+impl EpochStep<'_> {
+    /// Samples the episodes, takes one optimiser step and evaluates.
+    fn run(
+        &mut self,
+        epoch: usize,
+        cfg: &TrainConfig,
+        (space, cost, eps): (&Space, &CostRows, &Episodes),
+        (train, test): (&Split<'_>, &Option<Split<'_>>),
+    ) -> EpochReport {
+        let net = self.net;
+        let (table, _) = space.reward_table(net, train);
+        let h = net.trunk(&eps.x);
+        let ro = rollout(net, &h, eps.batch, self.rng);
+        let rewards = self.rewards(&ro, space, eps, train.recs, &table);
         let r = Tensor::from_slice(&rewards);
         let v = net.value(&h);
         let adv = &r - v.detach();
         let adv = (&adv - adv.mean(Kind::Float)) / (adv.std(true) + 1e-8);
-        let pg = -(adv * &logp).mean(Kind::Float);
-        let ent_mean = ent.mean(Kind::Float);
+        let pg = -(adv * &ro.logp).mean(Kind::Float);
+        let ent_mean = ro.ent.mean(Kind::Float);
         let vloss = (&v - &r).square().mean(Kind::Float);
-        let closs = cost_loss_at(&net, &mut rng);
+        let closs = cost.loss(net, self.rng);
         let loss = pg - &ent_mean * cfg.entropy_coef + vloss * cfg.value_coef + &closs;
-        opt.backward_step(&loss);
+        self.opt.backward_step(&loss);
 
-        let (train_expected, _) = evaluate(&net, &x_train, &table);
-        let (heldout_expected, heldout_greedy) = match &x_test {
-            Some(x) => {
-                let (tt, _) = reward_table(&net, &test_recs, x);
-                evaluate(&net, x, &tt)
+        let (train_expected, _) = space.evaluate(net, train.x, &table);
+        let (heldout_expected, heldout_greedy) = match test {
+            Some(t) => {
+                let (tt, _) = space.reward_table(net, t);
+                space.evaluate(net, t.x, &tt)
             }
             None => (f64::NAN, f64::NAN),
         };
-        let rep = EpochReport {
+        EpochReport {
             epoch,
-            train_sampled: rewards.iter().map(|&x| x as f64).sum::<f64>() / batch as f64,
+            train_sampled: rewards.iter().map(|&x| x as f64).sum::<f64>() / eps.batch as f64,
             train_expected,
             heldout_expected,
             heldout_greedy,
             entropy: f64_of(&ent_mean),
             cost_mse: f64_of(&closs),
-        };
-        log(&rep);
-        reports.push(rep);
+        }
     }
 
-    let file = export(&net, mean, std, ds, cfg);
+    /// The reward of every episode's variant (from `table`), counting those
+    /// the cost head estimated.
+    fn rewards(
+        &mut self,
+        ro: &Rollout,
+        space: &Space,
+        eps: &Episodes,
+        recs: &[Prepared],
+        table: &[Vec<f64>],
+    ) -> Vec<f32> {
+        (0..eps.batch as usize)
+            .map(|b| {
+                let rec = b / eps.per_record;
+                let mut a = [ro.strat[b] as usize; HEADS + 1];
+                for k in 0..HEADS {
+                    a[k + 1] = ro.acts[b][k] as usize;
+                }
+                let v = net::variant_of(a);
+                let j = space
+                    .variants
+                    .iter()
+                    .position(|x| *x == v)
+                    .expect("in the policy space");
+                if recs[rec].measured[j].is_none() {
+                    self.counts.estimated += 1;
+                }
+                self.counts.episodes += 1;
+                table[rec][j] as f32
+            })
+            .collect()
+    }
+}
+
+/// Exports the trained `net` and summarises it on both splits.
+fn finish(
+    net: &Net,
+    norm: Normalisation,
+    ds: &Dataset,
+    cfg: &TrainConfig,
+    (train_recs, test_recs): (&[Prepared], &[Prepared]),
+    reports: Vec<EpochReport>,
+    counts: RewardCounts,
+) -> Result<TrainOutput, TrainError> {
+    let file = export(net, norm.mean, norm.std, ds, cfg);
     let policy = crate::LearnedPolicy::new(file.clone())
         .map_err(|e| TrainError::Data(format!("export does not load: {e}")))?;
-    let train_sum = summarize(&policy, &train_recs, ds.copy_gbs);
-    let heldout_sum = summarize(&policy, &test_recs, ds.copy_gbs);
-    let estimated_share = est_count as f64 / ep_count.max(1) as f64;
+    let train_sum = summarize(&policy, train_recs, ds.copy_gbs);
+    let heldout_sum = summarize(&policy, test_recs, ds.copy_gbs);
+    let estimated_share = counts.estimated as f64 / counts.episodes.max(1) as f64;
     let mut file = file;
     file.report = serde_json::json!({
         "train_records": train_recs.len(),

@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     let generate = |v: &_, t, l, w, e: &[_]| {
         generate_spmm(v, t, l, w, e)
             .map(|k| k.source)
-            .map_err(|e| e.to_string())
+            .map_err(Into::into)
     };
     let start = std::time::Instant::now();
     match check_all(&gpu, &generate, &widths) {

@@ -255,7 +255,7 @@ fn compose(
         sv.validate()
             .map_err(|reason| CodegenError::InvalidVariant {
                 id: sv.id(),
-                reason,
+                reason: reason.to_string(),
             })?;
         if (sv.block, sv.ldg_x, sv.stream_y) != (v.block, v.ldg_x, v.stream_y) {
             return Err(CodegenError::InvalidVariant {

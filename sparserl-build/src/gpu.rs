@@ -194,8 +194,7 @@ pub fn load_variant_with<T: Scalar>(
             .iter()
             .map(|s| s.to_string())
             .collect();
-        sparserl_rt::nvrtc::compile_ptx(&src.source, &gpu.arch(), &opts)
-            .map_err(|e| RtError::Compile(e.to_string()))
+        sparserl_rt::nvrtc::compile_ptx(&src.source, &gpu.arch(), &opts).map_err(RtError::Nvrtc)
     };
     // SAFETY: the generator names every entry after its variant, value type
     // and epilogue, so one name is always the same code (this generator's,

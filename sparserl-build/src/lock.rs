@@ -53,14 +53,15 @@ pub enum LockError {
     },
     /// An `[[spmm]]` entry that parses but is not valid (a variant id that
     /// does not parse, a width out of order, ...).
-    #[error("{path}: invalid [[spmm]] entry `{name}`: {message}")]
+    #[error("{path}: invalid [[spmm]] entry `{name}`: {source}")]
     Spmm {
         /// the lock file
         path: PathBuf,
         /// the entry's kernel name
         name: String,
         /// what is wrong
-        message: String,
+        #[source]
+        source: Box<crate::lock_spmm::SpmmEntryError>,
     },
     /// The lock file could not be rendered as TOML (an internal error).
     #[error("{path}: could not render the lock file: {source}")]
@@ -129,10 +130,10 @@ impl LockFile {
         };
         lock.check_file(&path)?;
         for e in &lock.spmm {
-            e.validate().map_err(|message| LockError::Spmm {
+            e.validate().map_err(|source| LockError::Spmm {
                 path: path.clone(),
                 name: e.name.clone(),
-                message,
+                source: Box::new(source),
             })?;
         }
         Ok(Some(lock))

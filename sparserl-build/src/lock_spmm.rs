@@ -21,7 +21,55 @@
 use serde::{Deserialize, Serialize};
 use sparserl_rt::ValueType;
 use sparserl_rt::dense::DenseLayout;
-use sparserl_rt::spmm::SpmmVariant;
+use sparserl_rt::spmm::{SpmmVariant, SpmmVariantError};
+
+/// What is wrong with an `[[spmm]]` entry that parses.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpmmEntryError {
+    /// The entry has no widths.
+    #[error("no [[spmm.width]] entries")]
+    NoWidths,
+    /// A width is zero or not above the previous one.
+    #[error(
+        "width n = {n} is not positive and above the previous one ({last}): widths must be ascending and distinct"
+    )]
+    WidthOrder {
+        /// the width
+        n: usize,
+        /// the previous width (0 for the first)
+        last: usize,
+    },
+    /// A variant id that does not parse (or is not canonical).
+    #[error("width n = {n}: {reason}")]
+    BadVariantId {
+        /// the width
+        n: usize,
+        /// why it does not parse
+        #[source]
+        reason: SpmmVariantError,
+    },
+    /// A variant that is not valid for the entry's dense layout.
+    #[error("width n = {n}: variant `{variant}`: {reason}")]
+    InvalidVariant {
+        /// the width
+        n: usize,
+        /// the variant id
+        variant: String,
+        /// why it is not valid
+        #[source]
+        reason: SpmmVariantError,
+    },
+    /// Bandwidth figures that are not finite non-negative numbers.
+    #[error("width n = {n}: gbs {gbs} / pct-copy {pct_copy} are not finite non-negative numbers")]
+    NotFinite {
+        /// the width
+        n: usize,
+        /// the recorded GB/s
+        gbs: f64,
+        /// the recorded share of copy bandwidth
+        pct_copy: f64,
+    },
+}
 
 /// One tuned SpMM kernel of the lock file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,35 +111,38 @@ pub struct SpmmLockWidth {
 impl SpmmLockEntry {
     /// Checks what serde cannot: every variant id parses, is canonical and
     /// valid for the entry's layout; widths are positive, ascending and
-    /// distinct; numbers are finite. The message names the width.
-    pub fn validate(&self) -> Result<(), String> {
+    /// distinct; numbers are finite. The error names the width.
+    pub fn validate(&self) -> Result<(), SpmmEntryError> {
         if self.width.is_empty() {
-            return Err("no [[spmm.width]] entries".into());
+            return Err(SpmmEntryError::NoWidths);
         }
         let mut last = 0;
         for w in &self.width {
             if w.n == 0 || w.n <= last {
-                return Err(format!(
-                    "width n = {} is not positive and above the previous one ({last}): widths must be ascending and distinct",
-                    w.n
-                ));
+                return Err(SpmmEntryError::WidthOrder { n: w.n, last });
             }
             last = w.n;
             let v = self.variant_of(w)?;
             v.validate_for(self.dense)
-                .map_err(|e| format!("width n = {}: variant `{}`: {e}", w.n, w.variant))?;
+                .map_err(|reason| SpmmEntryError::InvalidVariant {
+                    n: w.n,
+                    variant: w.variant.clone(),
+                    reason,
+                })?;
             if !(w.gbs.is_finite() && w.gbs >= 0.0 && w.pct_copy.is_finite()) {
-                return Err(format!(
-                    "width n = {}: gbs {} / pct-copy {} are not finite non-negative numbers",
-                    w.n, w.gbs, w.pct_copy
-                ));
+                return Err(SpmmEntryError::NotFinite {
+                    n: w.n,
+                    gbs: w.gbs,
+                    pct_copy: w.pct_copy,
+                });
             }
         }
         Ok(())
     }
 
-    fn variant_of(&self, w: &SpmmLockWidth) -> Result<SpmmVariant, String> {
-        SpmmVariant::parse(&w.variant).map_err(|e| format!("width n = {}: {e}", w.n))
+    fn variant_of(&self, w: &SpmmLockWidth) -> Result<SpmmVariant, SpmmEntryError> {
+        SpmmVariant::parse(&w.variant)
+            .map_err(|reason| SpmmEntryError::BadVariantId { n: w.n, reason })
     }
 
     /// The widths and their variants (the entry was validated on read).

@@ -581,6 +581,26 @@ impl Ledger {
     }
 }
 
+impl Ledger {
+    fn new(cfg: &SearchConfig) -> Ledger {
+        Ledger {
+            allowed: cfg.reorders.clone(),
+            seen: HashMap::new(),
+            trials: Vec::new(),
+            rejected: Vec::new(),
+            spent: 0.0,
+        }
+    }
+
+    /// Whether exploration must stop: its share of the budget (the rest is
+    /// reserved for the finalists' re-measurement) or the candidate cap is
+    /// spent.
+    fn over_budget(&self, cfg: &SearchConfig) -> bool {
+        let explore_budget = cfg.budget_seconds * (1.0 - FINALIST_RESERVE);
+        self.spent >= explore_budget || self.seen.len() >= cfg.max_candidates
+    }
+}
+
 /// Runs the search. `proposals` come from the policy, best first.
 ///
 /// Every measurement is correctness-checked by the source; a variant that
@@ -595,22 +615,35 @@ pub fn search(
     cfg: &SearchConfig,
 ) -> Result<TuneOutcome, SearchError> {
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    let mut led = Ledger {
-        allowed: cfg.reorders.clone(),
-        seen: HashMap::new(),
-        trials: Vec::new(),
-        rejected: Vec::new(),
-        spent: 0.0,
-    };
+    let mut led = Ledger::new(cfg);
     let mut stopped = String::from("search space exhausted");
+    explore_initial(&mut led, source, proposals, cfg, &mut stopped)?;
+    explore_renumbered(&mut led, source, cfg)?;
+    evolve(&mut led, source, cfg, &mut rng, &mut stopped)?;
+    climb(&mut led, source, cfg, &mut stopped)?;
+    if led.over_budget(cfg) && !stopped.contains("budget") {
+        stopped = format!("{stopped}; budget spent");
+    }
+    let ranked = led.ranked();
+    if ranked.is_empty() {
+        return Err(SearchError::NoCorrectVariant(led.seen.len()));
+    }
+    let finalists = &ranked[..cfg.finalists.max(1).min(ranked.len())];
+    let (rounds, rounds_taken) = finalist_rounds(&mut led, source, cfg, finalists)?;
+    let order = preference_order(&ranked, finalists, &rounds, cfg);
+    confirm_winner(led, source, cfg, &order, rounds_taken, stopped)
+}
 
-    // Exploration keeps a reserve of the budget for the finalists' re-measurement.
-    let explore_budget = cfg.budget_seconds * (1.0 - FINALIST_RESERVE);
-    let over_budget =
-        |led: &Ledger| led.spent >= explore_budget || led.seen.len() >= cfg.max_candidates;
-
-    // The policy's first few proposals, then the layout strategies (when the
-    // samples have their layout), then the rest of the policy's proposals.
+/// Phase 1a: the policy's first few proposals, then the layout strategies
+/// (when the samples have their layout), then the rest of the policy's
+/// proposals.
+fn explore_initial(
+    led: &mut Ledger,
+    source: &mut dyn MeasureSource,
+    proposals: &[Variant],
+    cfg: &SearchConfig,
+    stopped: &mut String,
+) -> Result<(), SearchError> {
     let initial: Vec<Variant> = proposals.iter().take(cfg.initial).copied().collect();
     let head = initial.len().min(LAYOUT_AFTER);
     let order = initial[..head]
@@ -623,24 +656,43 @@ pub fn search(
         )
         .chain(initial[head..].iter().map(|v| (*v, "policy")));
     for (v, phase) in order {
-        if over_budget(&led) {
-            stopped = "budget spent during the initial proposals".into();
+        if led.over_budget(cfg) {
+            *stopped = "budget spent during the initial proposals".into();
             break;
         }
         led.explore(source, v, phase, cfg.reps)?;
     }
-    // Renumbering: the best kernels so far on the matrix renumbered each way
-    // (square samples; the source times the permutations of x and y too).
-    // Mutation, crossover and climbing then carry the numbering along.
+    Ok(())
+}
+
+/// Phase 1b, renumbering: the best kernels so far on the matrix renumbered
+/// each way (square samples; the source times the permutations of x and y
+/// too). Mutation, crossover and climbing then carry the numbering along.
+fn explore_renumbered(
+    led: &mut Ledger,
+    source: &mut dyn MeasureSource,
+    cfg: &SearchConfig,
+) -> Result<(), SearchError> {
     for v in renumber_proposals(&led.ranked()) {
-        if over_budget(&led) {
+        if led.over_budget(cfg) {
             break;
         }
         led.explore(source, v, "renumber", cfg.reps)?;
     }
+    Ok(())
+}
 
+/// Phase 2, generations of mutated and crossed children of the best
+/// variants, until the budget is spent or they stop improving.
+fn evolve(
+    led: &mut Ledger,
+    source: &mut dyn MeasureSource,
+    cfg: &SearchConfig,
+    rng: &mut ChaCha8Rng,
+    stopped: &mut String,
+) -> Result<(), SearchError> {
     let mut stale = 0;
-    'gens: while !over_budget(&led) {
+    while !led.over_budget(cfg) {
         let mut ranked = led.ranked();
         ranked.truncate(cfg.parents.max(1));
         if ranked.is_empty() {
@@ -651,23 +703,10 @@ pub fn search(
             continue;
         }
         let before = ranked[0].1;
-        let mut new = 0;
-        for i in 0..cfg.children {
-            if over_budget(&led) {
-                stopped = "budget spent".into();
-                break 'gens;
-            }
-            let a = ranked[i % ranked.len()].0;
-            let (child, phase) = if i % 3 == 2 && ranked.len() > 1 {
-                let b = ranked[(i / 3 + 1) % ranked.len()].0;
-                (crossover(&a, &b, &mut rng), "crossover")
-            } else {
-                (mutate(&a, &mut rng), "mutate")
-            };
-            if led.explore(source, child, phase, cfg.reps)? {
-                new += 1;
-            }
-        }
+        let Some(new) = generation(led, source, cfg, rng, &ranked)? else {
+            *stopped = "budget spent".into();
+            break;
+        };
         let after = led.best().map(|b| b.1).unwrap_or(0.0);
         if after > before * 1.01 {
             stale = 0;
@@ -676,23 +715,60 @@ pub fn search(
         }
         let explored = led.seen.len() >= cfg.min_explore || led.spent >= cfg.budget_seconds * 0.25;
         if stale >= cfg.patience && explored {
-            stopped = format!("no improvement in {} generations", cfg.patience);
+            *stopped = format!("no improvement in {} generations", cfg.patience);
             break;
         }
         if new == 0 && stale > 0 {
-            stopped = "no new candidates".into();
+            *stopped = "no new candidates".into();
             break;
         }
     }
-    // Hill climbing from several starts: every single-parameter neighbour of
-    // the best variant not climbed from yet among the `parents` best, until
-    // each of those is a start or the budget is spent. A neighbour that beats
-    // the others becomes a start in turn (the climb continues from it); the
-    // runners-up are starts too, because a local optimum of the fine knobs
-    // can sit next to a better kernel one step from a runner-up.
+    Ok(())
+}
+
+/// One generation: `cfg.children` children of the `ranked` parents; how
+/// many were new, or `None` when the budget ran out during it.
+fn generation(
+    led: &mut Ledger,
+    source: &mut dyn MeasureSource,
+    cfg: &SearchConfig,
+    rng: &mut ChaCha8Rng,
+    ranked: &[(Variant, f64)],
+) -> Result<Option<usize>, SearchError> {
+    let mut new = 0;
+    for i in 0..cfg.children {
+        if led.over_budget(cfg) {
+            return Ok(None);
+        }
+        let a = ranked[i % ranked.len()].0;
+        let (child, phase) = if i % 3 == 2 && ranked.len() > 1 {
+            let b = ranked[(i / 3 + 1) % ranked.len()].0;
+            (crossover(&a, &b, rng), "crossover")
+        } else {
+            (mutate(&a, rng), "mutate")
+        };
+        if led.explore(source, child, phase, cfg.reps)? {
+            new += 1;
+        }
+    }
+    Ok(Some(new))
+}
+
+/// Phase 3, hill climbing from several starts: every single-parameter
+/// neighbour of the best variant not climbed from yet among the `parents`
+/// best, until each of those is a start or the budget is spent. A neighbour
+/// that beats the others becomes a start in turn (the climb continues from
+/// it); the runners-up are starts too, because a local optimum of the fine
+/// knobs can sit next to a better kernel one step from a runner-up.
+fn climb(
+    led: &mut Ledger,
+    source: &mut dyn MeasureSource,
+    cfg: &SearchConfig,
+    stopped: &mut String,
+) -> Result<(), SearchError> {
     let mut climbed = 0;
     let mut starts: Vec<Variant> = Vec::new();
-    'climb: while !over_budget(&led) {
+    'climb: while !led.over_budget(cfg) {
         let next = led
             .ranked()
             .into_iter()
@@ -703,7 +779,7 @@ pub fn search(
         };
         starts.push(start);
         for n in neighbors(&start) {
-            if over_budget(&led) {
+            if led.over_budget(cfg) {
                 break 'climb;
             }
             if led.explore(source, n, "climb", cfg.reps)? {
@@ -712,23 +788,27 @@ pub fn search(
         }
     }
     if climbed > 0 {
-        stopped = format!(
+        *stopped = format!(
             "{stopped}; then {climbed} neighbours of {} of the best measured",
             starts.len()
         );
     }
-    if over_budget(&led) && !stopped.contains("budget") {
-        stopped = format!("{stopped}; budget spent");
-    }
+    Ok(())
+}
 
-    // Finalists: re-measured in rounds; one failed check disqualifies.
-    let ranked = led.ranked();
-    if ranked.is_empty() {
-        return Err(SearchError::NoCorrectVariant(led.seen.len()));
-    }
-    let finalists = &ranked[..cfg.finalists.max(1).min(ranked.len())];
-    // GB/s per round, per finalist; `None` once disqualified.
-    let mut rounds: Vec<Option<Vec<f64>>> = vec![Some(Vec::new()); finalists.len()];
+/// Per finalist, its GB/s per round of re-measurement; `None` once a check failed.
+type Rounds = Vec<Option<Vec<f64>>>;
+
+/// Phase 4: the finalists re-measured in rounds (one always, more within
+/// the budget); per finalist its GB/s per round, `None` once a check failed.
+/// Also the number of rounds taken.
+fn finalist_rounds(
+    led: &mut Ledger,
+    source: &mut dyn MeasureSource,
+    cfg: &SearchConfig,
+    finalists: &[(Variant, f64)],
+) -> Result<(Rounds, usize), SearchError> {
+    let mut rounds: Rounds = vec![Some(Vec::new()); finalists.len()];
     let mut rounds_taken = 0;
     for round in 0..cfg.rounds.max(1) {
         if round > 0 && led.spent >= cfg.budget_seconds {
@@ -746,6 +826,20 @@ pub fn search(
             }
         }
     }
+    Ok((rounds, rounds_taken))
+}
+
+/// Candidates in order of preference, with their finals median when they
+/// were a finalist still in: the finalists' winner (the incumbent, the
+/// first-ranked finalist still in, unless a challenger beats its median by
+/// more than the noise), the other finalists still in (by median), then
+/// the rest that never failed (by their first measurement).
+fn preference_order(
+    ranked: &[(Variant, f64)],
+    finalists: &[(Variant, f64)],
+    rounds: &[Option<Vec<f64>>],
+    cfg: &SearchConfig,
+) -> Vec<(Variant, Option<f64>)> {
     // (finalist index, median, relative spread) of the finalists still in.
     let stats: Vec<(usize, f64, f64)> = rounds
         .iter()
@@ -757,8 +851,6 @@ pub fn search(
             Some((i, med, (s[s.len() - 1] - s[0]) / med))
         })
         .collect();
-    // The incumbent is the first-ranked finalist still in; a challenger
-    // replaces it only by beating its median by more than the noise.
     let mut inc: Option<usize> = None;
     for (k, &(_, cm, cs)) in stats.iter().enumerate() {
         let better = match inc {
@@ -772,12 +864,6 @@ pub fn search(
             inc = Some(k);
         }
     }
-    // Candidates in order of preference: the finalists' winner, the other
-    // finalists still in (by median), then the rest that never failed (by
-    // their first measurement). One that was not a finalist is first
-    // re-measured like one (as many rounds as the finalists had, all
-    // checked); each then gets one more checked measurement, and the first
-    // that passes every check is the winner.
     let mut order: Vec<(Variant, Option<f64>)> = Vec::new();
     if let Some(k) = inc {
         order.push((finalists[stats[k].0].0, Some(stats[k].1)));
@@ -791,7 +877,22 @@ pub fn search(
     others.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     order.extend(others.iter().map(|s| (finalists[s.0].0, Some(s.1))));
     order.extend(ranked[finalists.len()..].iter().map(|(v, _)| (*v, None)));
-    'candidates: for (v, finals_median) in order {
+    order
+}
+
+/// Phase 5: the first candidate of `order` that passes every check wins.
+/// One that was not a finalist is first re-measured like one (as many
+/// rounds as the finalists had, all checked); each then gets one more
+/// checked measurement.
+fn confirm_winner(
+    mut led: Ledger,
+    source: &mut dyn MeasureSource,
+    cfg: &SearchConfig,
+    order: &[(Variant, Option<f64>)],
+    rounds_taken: usize,
+    mut stopped: String,
+) -> Result<TuneOutcome, SearchError> {
+    'candidates: for &(v, finals_median) in order {
         if led.seen.get(&v).is_none_or(|g| *g <= 0.0) {
             continue;
         }

@@ -64,6 +64,10 @@ pub enum RtError {
     /// PTX could not be loaded or compiled.
     #[error("kernel compilation or module load failed: {0}")]
     Compile(String),
+    /// NVRTC could not compile a kernel's source (or was not found).
+    #[cfg(feature = "jit")]
+    #[error("kernel compilation failed: {0}")]
+    Nvrtc(#[source] crate::nvrtc::NvrtcError),
     /// A kernel was used with the wrong value type.
     #[error("kernel `{kernel}` was generated for {expected} values but was called with {found}")]
     WrongValueType {
@@ -152,6 +156,26 @@ pub enum RtError {
     /// A solver or vector operation got an argument outside its domain.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A measurement bench has no renumbered copy of its matrix (shared:
+    /// the bench keeps the first failure for every later request).
+    #[error("{0}")]
+    Renumbered(#[source] std::sync::Arc<RenumberedError>),
+}
+
+/// Why a measurement bench has no renumbered copy of its matrix.
+#[derive(Debug, Error)]
+pub enum RenumberedError {
+    /// Renumbering needs a square matrix.
+    #[error("a {rows} x {cols} matrix keeps its numbering (renumbering needs a square matrix)")]
+    NotSquare {
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+    },
+    /// Uploading the renumbered matrix failed.
+    #[error("renumbered upload failed: {0}")]
+    Upload(#[source] RtError),
 }
 
 impl RtError {

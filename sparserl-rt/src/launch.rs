@@ -31,7 +31,7 @@ use crate::kernel::{Image, KernelSpec};
 use crate::renumber::{Numbering, Operand};
 use crate::scalar::{DeviceCoefs, DeviceScalar};
 use crate::variant::{Strategy, Variant};
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchArgs, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -332,8 +332,64 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
     y: &mut CudaSlice<T>,
     ep: Option<EpArgs<'_, T>>,
 ) -> Result<(), RtError> {
+    check_launch(gpu, variant, a, x, y, ep.is_some())?;
+    let stream = gpu.enqueue("an SpMV launch")?;
+    if variant.needs_zeroed_y() {
+        stream.memset_zeros(y)?;
+    }
+    let (grid, extra) = grid_of(variant, a)?;
+    let cfg = LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (variant.block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let dims = Dims::of(variant, a)?;
+    let mut builder = stream.launch_builder(func);
+    push_matrix_args(&mut builder, variant, a, &dims, x, y, extra)?;
+    if let Some(ep) = &ep {
+        builder.arg(ep.coef).arg(ep.w).arg(ep.dot);
+    }
+    // SAFETY: the arguments match the generated ABI in type and order
+    // (int, int, int, const int*, const int*, const T*, const T*, T*) with
+    // `T` = `Scalar::TYPE`. CSR kernels: `indptr` has rows + 1 entries,
+    // `indices`/`values` hold nnz entries with validated column indices < cols.
+    // Diagonal kernels: `ndiag` <= 64 offsets and ndiag * rows values, and the
+    // kernel bounds every column by `cols`. Narrow kernels get `const short*`
+    // offsets (nnz entries) in place of `indices`, each `row + offset` a
+    // validated column of that row. SELL-C-sigma kernels get the slice
+    // pointers (slots / 32 + 1), the stored columns and values (every
+    // column a validated one of its row's, or of the row's padding, which
+    // is not read) and `meta` = [row_of, slot_len] of `slots` entries each,
+    // all built from this CSR at upload. Binned kernels additionally get
+    // `meta` (consistent with this CSR, built from it at upload) and
+    // `scratch` (n_long + 1 slots), which they write; tiled kernels likewise
+    // get the tile `meta` and `scratch` (2 n_acc slots, at least one); the matrix was uploaded
+    // on this Gpu's stream (checked in `check_launch`) and launches on one stream do not
+    // overlap, so no two kernels touch `scratch` at once. `x`/`y` were checked to hold
+    // at least cols/rows entries, so the kernel only touches memory inside
+    // these buffers, which outlive the queued launch (they are freed in
+    // stream order on the same stream: the matrix was checked to belong to
+    // `gpu`, the vectors by the callers). Fused entries additionally get
+    // `coef` (4 doubles), `w` (at least rows entries, checked by the caller)
+    // and `dot` ({result, accumulator[32]}, the accumulators zero at launch:
+    // every launch with a dot is followed by a publish that zeroes them).
+    unsafe { builder.launch(cfg) }?;
+    Ok(())
+}
+
+/// The checks of a launch that need no device work: the matrix is `gpu`'s,
+/// the variant is valid (and can fuse an epilogue when `fused`), `x` and `y`
+/// are long enough, and the CSR arrays are there when the variant reads them.
+fn check_launch<T: Scalar>(
+    gpu: &Gpu,
+    variant: &Variant,
+    a: &DeviceCsr<T>,
+    x: &CudaSlice<T>,
+    y: &CudaSlice<T>,
+    fused: bool,
+) -> Result<(), RtError> {
     a.check_gpu(gpu)?;
-    if ep.is_some() && !variant.strategy.fuses_epilogue() {
+    if fused && !variant.strategy.fuses_epilogue() {
         return Err(RtError::InvalidVariant {
             variant: variant.id(),
             reason: "nnz-split kernels cannot fuse an epilogue".into(),
@@ -343,7 +399,7 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
         .validate()
         .map_err(|reason| RtError::InvalidVariant {
             variant: variant.id(),
-            reason,
+            reason: reason.to_string(),
         })?;
     if x.len() < a.cols() {
         return Err(RtError::DimensionMismatch {
@@ -365,147 +421,152 @@ pub(crate) fn launch_variant_ep<T: Scalar>(
             reason: "the matrix was uploaded without its CSR arrays (Layouts::csr = false)".into(),
         });
     }
-    let stream = gpu.enqueue("an SpMV launch")?;
-    if variant.needs_zeroed_y() {
-        stream.memset_zeros(y)?;
-    }
-    // Grid, and the `meta` / `scratch` pair that binned and tiled kernels
-    // take after `y`.
-    let (grid, extra) = if variant.strategy == Strategy::Binned {
+    Ok(())
+}
+
+/// The `meta` / `scratch` pair that binned and tiled kernels take after `y`.
+type Extra<'a> = Option<(&'a CudaSlice<i32>, &'a CudaSlice<f64>)>;
+
+/// The grid of a launch, and the layout's `meta` / `scratch` pair that
+/// binned and tiled kernels take after `y`.
+fn grid_of<'a, T: Scalar>(
+    variant: &Variant,
+    a: &'a DeviceCsr<T>,
+) -> Result<(u32, Extra<'a>), RtError> {
+    if variant.strategy == Strategy::Binned {
         let b = a.binned().ok_or_else(|| RtError::LayoutUnavailable {
             variant: variant.id(),
             reason: "the matrix has no row-binned layout (no row longer than the long-row \
                      threshold, or it was dropped)"
                 .into(),
         })?;
-        (
+        Ok((
             binned_grid(variant, a.rows(), b.chunks)?,
             Some((&b.meta, &b.scratch)),
-        )
+        ))
     } else if variant.strategy == Strategy::Tiled {
         let t = a.tiled().ok_or_else(|| RtError::LayoutUnavailable {
             variant: variant.id(),
             reason: "the matrix's tile layout was dropped".into(),
         })?;
-        (
+        Ok((
             t.tiles.clamp(1, i32::MAX as usize) as u32,
             Some((&t.meta, &t.scratch)),
-        )
+        ))
     } else {
-        (variant.grid(a.rows(), a.nnz())?, None)
+        Ok((variant.grid(a.rows(), a.nnz())?, None))
+    }
+}
+
+/// The `int` scalars of a launch.
+struct Dims {
+    rows: i32,
+    cols: i32,
+    nnz: i32,
+    ndiag: i32,
+    slots: i32,
+}
+
+impl Dims {
+    fn of<T: Scalar>(variant: &Variant, a: &DeviceCsr<T>) -> Result<Dims, RtError> {
+        // The layout is built only when 2 x slots fits an `int`; checked again.
+        let slots = match a.sell() {
+            Some(l) => i32::try_from(l.slots).map_err(|_| RtError::LayoutUnavailable {
+                variant: variant.id(),
+                reason: format!(
+                    "{} SELL-C-sigma slots exceed the kernels' int range",
+                    l.slots
+                ),
+            })?,
+            None => 0,
+        };
+        Ok(Dims {
+            // DeviceCsr guarantees all three are below i32::MAX.
+            rows: a.rows() as i32,
+            cols: a.cols() as i32,
+            nnz: a.nnz() as i32,
+            // At most MAX_DIAGONALS (64).
+            ndiag: a.diagonals().map_or(0, |d| d.diagonals as i32),
+            slots,
+        })
+    }
+}
+
+/// Pushes the matrix, `x` and `y` in the order of the variant's ABI (see
+/// the module docs), then `extra`.
+fn push_matrix_args<'a, T: Scalar>(
+    builder: &mut LaunchArgs<'a>,
+    variant: &Variant,
+    a: &'a DeviceCsr<T>,
+    d: &'a Dims,
+    x: &'a CudaSlice<T>,
+    y: &'a mut CudaSlice<T>,
+    extra: Extra<'a>,
+) -> Result<(), RtError> {
+    let missing = |reason: &str| RtError::LayoutUnavailable {
+        variant: variant.id(),
+        reason: reason.into(),
     };
-    let cfg = LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (variant.block, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // DeviceCsr guarantees all three are below i32::MAX.
-    let (rows, cols, nnz) = (a.rows() as i32, a.cols() as i32, a.nnz() as i32);
-    // At most MAX_DIAGONALS (64).
-    let ndiag = a.diagonals().map_or(0, |d| d.diagonals as i32);
-    // The layout is built only when 2 x slots fits an `int`; checked again.
-    let slots = match a.sell() {
-        Some(l) => i32::try_from(l.slots).map_err(|_| RtError::LayoutUnavailable {
-            variant: variant.id(),
-            reason: format!(
-                "{} SELL-C-sigma slots exceed the kernels' int range",
-                l.slots
-            ),
-        })?,
-        None => 0,
-    };
-    let mut builder = stream.launch_builder(func);
-    if variant.strategy == Strategy::Diagonal {
-        let dia = a.diagonals().ok_or_else(|| RtError::LayoutUnavailable {
-            variant: variant.id(),
-            reason: "the matrix has no diagonal layout (more than 64 diagonals or more than \
-                     50% padding, or it was dropped)"
-                .into(),
-        })?;
-        builder
-            .arg(&rows)
-            .arg(&cols)
-            .arg(&ndiag)
-            .arg(&dia.offsets)
-            .arg(a.indices())
-            .arg(&dia.values)
-            .arg(x)
-            .arg(y);
-    } else if variant.strategy == Strategy::Sell {
-        let l = a.sell().ok_or_else(|| RtError::LayoutUnavailable {
-            variant: variant.id(),
-            reason: "the matrix has no SELL-C-sigma layout (its slices would pad more than \
-                     50%, or it was dropped)"
-                .into(),
-        })?;
-        builder
-            .arg(&rows)
-            .arg(&cols)
-            .arg(&slots)
-            .arg(&l.slice_ptr)
-            .arg(&l.cols)
-            .arg(&l.values)
-            .arg(x)
-            .arg(y)
-            .arg(&l.meta);
-    } else if variant.strategy == Strategy::Narrow {
-        let off = a.narrow().ok_or_else(|| RtError::LayoutUnavailable {
-            variant: variant.id(),
-            reason: "the matrix has no 16-bit column offsets (a nonzero lies farther than \
-                     32767 from the diagonal, or they were dropped)"
-                .into(),
-        })?;
-        builder
-            .arg(&rows)
-            .arg(&cols)
-            .arg(&nnz)
-            .arg(a.indptr())
-            .arg(off)
-            .arg(a.values())
-            .arg(x)
-            .arg(y);
-    } else {
-        builder
-            .arg(&rows)
-            .arg(&cols)
-            .arg(&nnz)
-            .arg(a.indptr())
-            .arg(a.indices())
-            .arg(a.values())
-            .arg(x)
-            .arg(y);
-        if let Some((meta, scratch)) = extra {
-            builder.arg(meta).arg(scratch);
+    match variant.strategy {
+        Strategy::Diagonal => {
+            let dia = a.diagonals().ok_or_else(|| {
+                missing(
+                    "the matrix has no diagonal layout (more than 64 diagonals or more than \
+                     50% padding, or it was dropped)",
+                )
+            })?;
+            builder
+                .arg(&d.rows)
+                .arg(&d.cols)
+                .arg(&d.ndiag)
+                .arg(&dia.offsets);
+            builder.arg(a.indices()).arg(&dia.values).arg(x).arg(y);
+        }
+        Strategy::Sell => {
+            let l = a.sell().ok_or_else(|| {
+                missing(
+                    "the matrix has no SELL-C-sigma layout (its slices would pad more than \
+                     50%, or it was dropped)",
+                )
+            })?;
+            builder
+                .arg(&d.rows)
+                .arg(&d.cols)
+                .arg(&d.slots)
+                .arg(&l.slice_ptr);
+            builder
+                .arg(&l.cols)
+                .arg(&l.values)
+                .arg(x)
+                .arg(y)
+                .arg(&l.meta);
+        }
+        Strategy::Narrow => {
+            let off = a.narrow().ok_or_else(|| {
+                missing(
+                    "the matrix has no 16-bit column offsets (a nonzero lies farther than \
+                     32767 from the diagonal, or they were dropped)",
+                )
+            })?;
+            builder
+                .arg(&d.rows)
+                .arg(&d.cols)
+                .arg(&d.nnz)
+                .arg(a.indptr());
+            builder.arg(off).arg(a.values()).arg(x).arg(y);
+        }
+        _ => {
+            builder
+                .arg(&d.rows)
+                .arg(&d.cols)
+                .arg(&d.nnz)
+                .arg(a.indptr());
+            builder.arg(a.indices()).arg(a.values()).arg(x).arg(y);
+            if let Some((meta, scratch)) = extra {
+                builder.arg(meta).arg(scratch);
+            }
         }
     }
-    if let Some(ep) = &ep {
-        builder.arg(ep.coef).arg(ep.w).arg(ep.dot);
-    }
-    // SAFETY: the arguments match the generated ABI in type and order
-    // (int, int, int, const int*, const int*, const T*, const T*, T*) with
-    // `T` = `Scalar::TYPE`. CSR kernels: `indptr` has rows + 1 entries,
-    // `indices`/`values` hold nnz entries with validated column indices < cols.
-    // Diagonal kernels: `ndiag` <= 64 offsets and ndiag * rows values, and the
-    // kernel bounds every column by `cols`. Narrow kernels get `const short*`
-    // offsets (nnz entries) in place of `indices`, each `row + offset` a
-    // validated column of that row. SELL-C-sigma kernels get the slice
-    // pointers (slots / 32 + 1), the stored columns and values (every
-    // column a validated one of its row's, or of the row's padding, which
-    // is not read) and `meta` = [row_of, slot_len] of `slots` entries each,
-    // all built from this CSR at upload. Binned kernels additionally get
-    // `meta` (consistent with this CSR, built from it at upload) and
-    // `scratch` (n_long + 1 slots), which they write; tiled kernels likewise
-    // get the tile `meta` and `scratch` (2 n_acc slots, at least one); the matrix was uploaded
-    // on this Gpu's stream (checked above) and launches on one stream do not
-    // overlap, so no two kernels touch `scratch` at once. `x`/`y` were checked above to hold
-    // at least cols/rows entries, so the kernel only touches memory inside
-    // these buffers, which outlive the queued launch (they are freed in
-    // stream order on the same stream: the matrix was checked to belong to
-    // `gpu` here, the vectors by the callers). Fused entries additionally get
-    // `coef` (4 doubles), `w` (at least rows entries, checked by the caller)
-    // and `dot` ({result, accumulator[32]}, the accumulators zero at launch:
-    // every launch with a dot is followed by a publish that zeroes them).
-    unsafe { builder.launch(cfg) }?;
     Ok(())
 }
 

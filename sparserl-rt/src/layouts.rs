@@ -38,7 +38,7 @@ pub struct Layouts {
 }
 
 impl Layouts {
-    /// Every layout the matrix qualifies for (what [`DeviceCsr::upload`] builds).
+    /// Every layout the matrix qualifies for (what [`DeviceCsr::upload`](crate::DeviceCsr::upload) builds).
     pub const ALL: Layouts = Layouts {
         diagonal: true,
         binned: true,

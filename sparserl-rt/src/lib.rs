@@ -126,4 +126,4 @@ pub use measure::{Bench, MeasureOptions, Measurement, copy_bandwidth_gbs, tolera
 #[doc(hidden)]
 pub use spmm::{SpmmStrategy, SpmmVariant, spmm_space};
 #[doc(hidden)]
-pub use variant::{Strategy, Variant, core_space, full_space, layout_space};
+pub use variant::{Strategy, Variant, VariantError, core_space, full_space, layout_space};

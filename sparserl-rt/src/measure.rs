@@ -7,7 +7,7 @@
 use crate::csr::Csr;
 use crate::device::{DeviceCsr, Gpu, Layouts, Scalar};
 use crate::epilogue::Epilogue;
-use crate::error::RtError;
+use crate::error::{RenumberedError, RtError};
 use crate::graph::{Graph, Session};
 use crate::launch::EpArgs;
 use crate::pin::Shared;
@@ -18,7 +18,7 @@ use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, sys};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// Largest number of launches queued between two host synchronizations while timing.
@@ -440,7 +440,7 @@ pub struct Bench<T: Scalar> {
     a: DeviceCsr<T>,
     /// The matrix renumbered by [`Reorder::Rcm`] and [`Reorder::Degree`],
     /// uploaded at first use (an error for rectangular matrices).
-    renumbered: [OnceLock<Result<DeviceCsr<T>, String>>; 2],
+    renumbered: [OnceLock<Result<DeviceCsr<T>, Arc<RenumberedError>>>; 2],
     state: Mutex<BenchState<T>>,
 }
 
@@ -546,15 +546,14 @@ impl<T: Scalar> Bench<T> {
             };
             match DeviceCsr::<T>::upload_with(&self.gpu, &self.csr, layouts) {
                 Ok(m) if m.renumbering() == reorder => Ok(m),
-                Ok(_) => Err(format!(
-                    "a {} x {} matrix keeps its numbering (renumbering needs a square matrix)",
-                    self.csr.rows(),
-                    self.csr.cols()
-                )),
-                Err(e) => Err(format!("renumbered upload failed: {e}")),
+                Ok(_) => Err(Arc::new(RenumberedError::NotSquare {
+                    rows: self.csr.rows(),
+                    cols: self.csr.cols(),
+                })),
+                Err(e) => Err(Arc::new(RenumberedError::Upload(e))),
             }
         });
-        m.as_ref().map_err(|e| RtError::InvalidArgument(e.clone()))
+        m.as_ref().map_err(|e| RtError::Renumbered(Arc::clone(e)))
     }
 
     /// Number of rotated `x`/`y` copies.

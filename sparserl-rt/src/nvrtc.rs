@@ -202,13 +202,12 @@ fn pick_nvrtc(lib_dir: &Path) -> Option<PathBuf> {
 
 /// Opens `path` with `RTLD_NOW | RTLD_GLOBAL` and leaks the handle so the
 /// library stays loaded (and visible by soname) for the whole process.
-fn open_global(path: &OsStr) -> Result<(), String> {
+fn open_global(path: &OsStr) -> Result<(), libloading::Error> {
     use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
     // SAFETY: loading a CUDA library runs its initialisers; NVIDIA's NVRTC
     // libraries have no initialisers with preconditions on the caller. The
     // handle is leaked on purpose, so no symbol from it can outlive it.
-    let lib =
-        unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| e.to_string())?;
+    let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }?;
     std::mem::forget(lib);
     Ok(())
 }

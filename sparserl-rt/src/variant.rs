@@ -186,6 +186,36 @@ pub struct Variant {
     pub reorder: Reorder,
 }
 
+/// A variant parameter out of range ([`Variant::validate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum VariantError {
+    /// The block size.
+    #[error("block {0} is not a multiple of 32 in 64..=1024")]
+    Block(u32),
+    /// The lanes of a lane-group strategy.
+    #[error("lanes {0} is not a power of two in 2..=32")]
+    Lanes(u32),
+    /// The nonzeros per thread of an nnz-split kernel.
+    #[error("items {0} is not in 1..=16")]
+    Items(u32),
+    /// The unroll factor.
+    #[error("unroll {0} is not one of 1, 2, 4, 8")]
+    Unroll(u32),
+    /// The occupancy hint.
+    #[error("min_blocks {0} is above 8")]
+    MinBlocks(u32),
+    /// Block size times occupancy hint above the register budget.
+    #[error(
+        "block {block} x min_blocks {min_blocks} exceeds 512 threads per SM of register budget"
+    )]
+    RegisterBudget {
+        /// The block size.
+        block: u32,
+        /// The occupancy hint.
+        min_blocks: u32,
+    },
+}
+
 impl Variant {
     /// A default variant of `strategy` with typical parameters.
     pub const fn of(strategy: Strategy) -> Variant {
@@ -245,39 +275,33 @@ impl Variant {
         v
     }
 
-    /// Checks the parameter ranges; returns a description of the first violation.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the parameter ranges; the first violation.
+    pub fn validate(&self) -> Result<(), VariantError> {
         if !self.block.is_multiple_of(32) || !(64..=1024).contains(&self.block) {
-            return Err(format!(
-                "block {} is not a multiple of 32 in 64..=1024",
-                self.block
-            ));
+            return Err(VariantError::Block(self.block));
         }
         if matches!(
             self.strategy,
             Strategy::GroupPerRow | Strategy::Binned | Strategy::Narrow
         ) && (!self.lanes.is_power_of_two() || !(2..=32).contains(&self.lanes))
         {
-            return Err(format!(
-                "lanes {} is not a power of two in 2..=32",
-                self.lanes
-            ));
+            return Err(VariantError::Lanes(self.lanes));
         }
         if self.strategy == Strategy::NnzSplit && !(1..=16).contains(&self.items) {
-            return Err(format!("items {} is not in 1..=16", self.items));
+            return Err(VariantError::Items(self.items));
         }
         if ![1, 2, 4, 8].contains(&self.unroll) {
-            return Err(format!("unroll {} is not one of 1, 2, 4, 8", self.unroll));
+            return Err(VariantError::Unroll(self.unroll));
         }
         if self.min_blocks > 8 {
-            return Err(format!("min_blocks {} is above 8", self.min_blocks));
+            return Err(VariantError::MinBlocks(self.min_blocks));
         }
         if self.block * self.min_blocks > 512 {
             // Fewer than 128 registers per thread: the wider kernels spill.
-            return Err(format!(
-                "block {} x min_blocks {} exceeds 512 threads per SM of register budget",
-                self.block, self.min_blocks
-            ));
+            return Err(VariantError::RegisterBudget {
+                block: self.block,
+                min_blocks: self.min_blocks,
+            });
         }
         Ok(())
     }
@@ -295,7 +319,7 @@ impl Variant {
         self.validate()
             .map_err(|reason| crate::RtError::InvalidVariant {
                 variant: self.id(),
-                reason,
+                reason: reason.to_string(),
             })?;
         Ok(self.grid_of_valid(rows, nnz))
     }
@@ -558,9 +582,9 @@ mod tests {
     fn invalid_parameters_are_named() {
         let mut v = Variant::of(Strategy::GroupPerRow);
         v.lanes = 3;
-        assert!(v.validate().unwrap_err().contains("lanes 3"));
+        assert!(v.validate().unwrap_err().to_string().contains("lanes 3"));
         v.lanes = 4;
         v.block = 100;
-        assert!(v.validate().unwrap_err().contains("block 100"));
+        assert!(v.validate().unwrap_err().to_string().contains("block 100"));
     }
 }

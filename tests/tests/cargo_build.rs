@@ -112,12 +112,28 @@ reorder = "degree"
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "build failed:\n{stderr}");
-    // No GPU is used (policy mode) and there is no lock file: the build names
-    // the learned policy's pick and its predicted GB/s.
+    // No GPU is used (policy mode) and there is no lock file: cargo shows at
+    // most 2 lines of the build (the summary, and NVRTC's warning where it
+    // is missing), and the summary says what was chosen and from where.
+    let lines = sparserl_lines(&stderr);
+    assert!(lines.len() <= 2, "{} lines:\n{stderr}", lines.len());
+    let summary = lines
+        .iter()
+        .find(|l| l.contains("2 kernels: 2 by the policy"))
+        .unwrap_or_else(|| panic!("no summary line:\n{stderr}"));
+    // The report in OUT_DIR names the learned policy's pick of every kernel
+    // and its predicted GB/s.
+    let report = summary
+        .split("report: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no report path: {summary}"));
+    let report = fs::read_to_string(report.trim()).unwrap_or_else(|e| panic!("{report}: {e}"));
     assert!(
-        stderr.contains("kernel `ring` (f64)")
-            && stderr.contains("policy pick (learned), predicted"),
-        "{stderr}"
+        report.contains("kernel `ring` (f64)")
+            && report.contains("kernel `spare` (f32)")
+            && report.contains("policy pick (learned), predicted")
+            && report.contains("policy: learned policy"),
+        "{report}"
     );
     assert!(stdout.contains("ring f64 "), "{stdout}");
     assert!(stdout.contains("type ring"), "{stdout}");
@@ -167,11 +183,22 @@ reorder = "degree"
         );
     }
 
-    // Second build with nothing changed: cargo does not rerun the build script.
+    // Second build with nothing changed: cargo does not rerun the build script,
+    // and what it replays of the first run is the same at most 2 lines.
     let again = cargo(&dir, &["build", "-v"]);
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(again.status.success(), "{stderr}");
     assert!(stderr.contains("Fresh throwaway-user"), "{stderr}");
+    assert!(sparserl_lines(&stderr).len() <= 2, "{stderr}");
+}
+
+/// The lines of cargo's output that come from the build script: its
+/// `cargo:warning`s, which cargo prints as `warning: throwaway-user@...`.
+fn sparserl_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("sparserl:") || l.starts_with("warning: throwaway-user"))
+        .collect()
 }
 
 #[test]

@@ -82,8 +82,9 @@ fn line(name: &str, s: &SplitSummary) {
     );
 }
 
-fn main() -> Result<()> {
-    let args = Args::parse();
+/// The dataset of `--dataset` (merged with every `--extra-dataset`) or
+/// `--synthetic`, its sha256 (or synthetic label), and the extra files' hashes.
+fn load_dataset(args: &Args) -> Result<(Dataset, String, Vec<serde_json::Value>)> {
     let mut extra_hashes = Vec::new();
     let (ds, sha) = match (&args.dataset, args.synthetic) {
         (Some(p), _) => {
@@ -118,6 +119,12 @@ fn main() -> Result<()> {
             bail!("--holdout-class {c}: no such class in the dataset");
         }
     }
+    Ok((ds, sha, extra_hashes))
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let (ds, sha, extra_hashes) = load_dataset(&args)?;
     let cfg = TrainConfig {
         seed: args.seed,
         epochs: args.epochs,

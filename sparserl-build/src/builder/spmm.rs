@@ -34,6 +34,7 @@ pub(super) struct SpmmBuild<'a> {
     pub(super) cache: &'a Cache,
     pub(super) kernel_dir: &'a Path,
     pub(super) announced: &'a Cell<bool>,
+    pub(super) log: &'a super::messages::Log,
 }
 
 /// The fresh lock entry of SpMM kernel `index`, if any.
@@ -67,7 +68,7 @@ impl Builder {
         let descriptor_fp = super::descriptor_fingerprint(b.desc, index)?;
         let locked = fresh_entry(b.lock, b.desc, index, &generator);
         if locked.is_none() && b.lock.is_some_and(|l| l.has_entry(&decl.name)) {
-            self.warn(&format!(
+            b.log.warn(&format!(
                 "lock entry for `{}` is stale (descriptor, widths, layout, samples or generator changed); run `cargo xtask retune`",
                 decl.name
             ));
@@ -100,14 +101,14 @@ impl Builder {
             Lookup::Hit(e) => (e, CacheStatus::Hit),
             other => {
                 if let Lookup::Corrupt(why) = other {
-                    self.warn(&format!(
+                    b.log.detail(&format!(
                         "damaged cache entry removed and regenerated: {why}"
                     ));
                 }
                 let samples = b.desc.load_samples(index)?;
                 let e = self.generate_spmm_entry(b, decl, s, &samples, locked)?;
                 if let Err(err) = b.cache.put(&key, &e) {
-                    self.warn(&format!(
+                    b.log.warn(&format!(
                         "cannot store cache entry ({err}); continuing uncached"
                     ));
                 }
@@ -125,7 +126,7 @@ impl Builder {
             .iter()
             .map(|m| format!("N = {}: {}", m.width.unwrap_or(0), m.variant))
             .collect();
-        self.info(&format!(
+        b.log.detail(&format!(
             "spmm kernel `{}` ({}, {}): {} [{}] ({what})",
             decl.name,
             entry.value,
@@ -232,7 +233,7 @@ impl Builder {
             }),
             (Mode::Full, Some(g)) => self.measure_spmm(b, g, decl, s, samples, first),
             _ => {
-                self.announce_spmm_prior(b.announced);
+                announce_spmm_prior(b);
                 let picks = s
                     .columns
                     .iter()
@@ -269,7 +270,7 @@ impl Builder {
         samples: &[Sample],
         first: &Features,
     ) -> Result<Chosen, BuildError> {
-        self.announce_spmm_prior(b.announced);
+        announce_spmm_prior(b);
         let candidates = spmm_candidates(first, decl, s);
         let cfg = SpmmSearchConfig {
             budget_seconds: b.budget,
@@ -299,7 +300,7 @@ impl Builder {
                 )
             })
             .collect();
-        self.info(&format!(
+        b.log.progress(&format!(
             "spmm kernel `{}`: searched in {:.1}s; {}",
             decl.name,
             out.seconds,
@@ -323,14 +324,14 @@ impl Builder {
             trials: out.trials,
         })
     }
+}
 
-    /// Says once per build that SpMM variants come from the analytic prior.
-    fn announce_spmm_prior(&self, announced: &Cell<bool>) {
-        if !announced.replace(true) {
-            self.info(&format!(
-                "SpMM kernels are ranked by the analytic SpMM prior ({SPMM_PRIOR_VERSION}); the learned policy does not cover SpMM yet"
-            ));
-        }
+/// Says once per build that SpMM variants come from the analytic prior.
+fn announce_spmm_prior(b: &SpmmBuild<'_>) {
+    if !b.announced.replace(true) {
+        b.log.detail(&format!(
+            "SpMM kernels are ranked by the analytic SpMM prior ({SPMM_PRIOR_VERSION}); the learned policy does not cover SpMM yet"
+        ));
     }
 }
 

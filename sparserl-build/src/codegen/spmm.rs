@@ -162,7 +162,7 @@ pub fn generate_spmm(
 ) -> Result<SpmmSource, CodegenError> {
     let v = v.canonical();
     let invalid = |reason: String| CodegenError::InvalidVariant { id: v.id(), reason };
-    v.validate_for(layout).map_err(invalid)?;
+    v.validate_for(layout).map_err(|e| invalid(e.to_string()))?;
     if let Some(n) = width
         && (n == 0 || n >= i32::MAX as usize)
     {

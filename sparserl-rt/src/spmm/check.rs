@@ -25,9 +25,23 @@ pub type SpmmGenerator<'a> = &'a (
     DenseLayout,
     Option<usize>,
     &[SpmmEpilogue],
-) -> Result<String, String>
+) -> Result<String, GenerateError>
             + Sync
     );
+
+/// Why the generator could not produce a variant's source.
+pub type GenerateError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a unit has no PTX.
+#[derive(Debug, thiserror::Error)]
+enum UnitError {
+    /// The generator failed.
+    #[error("{0}")]
+    Generate(#[source] GenerateError),
+    /// NVRTC rejected the source.
+    #[error("{0}")]
+    Compile(#[source] crate::nvrtc::NvrtcError),
+}
 
 /// The widths [`check_all`] covers by default.
 pub const CHECK_WIDTHS: [usize; 7] = [1, 5, 16, 32, 64, 128, 256];
@@ -104,7 +118,7 @@ struct Unit {
     value: ValueType,
     layout: DenseLayout,
     n: usize,
-    ptx: Result<String, String>,
+    ptx: Result<String, UnitError>,
 }
 
 /// Generates and compiles every unit (in parallel: NVRTC is thread-safe).
@@ -133,9 +147,10 @@ fn compile_units(gpu: &Gpu, generate: SpmmGenerator<'_>, widths: &[usize]) -> Ve
                     part.iter()
                         .map(|&(v, value, layout, n)| {
                             let ptx = generate(&v, value, layout, Some(n), &SpmmEpilogue::ALL)
+                                .map_err(UnitError::Generate)
                                 .and_then(|src| {
                                     crate::nvrtc::compile_ptx(&src, arch, &[])
-                                        .map_err(|e| e.to_string())
+                                        .map_err(UnitError::Compile)
                                 });
                             Unit {
                                 v,

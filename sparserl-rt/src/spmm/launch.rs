@@ -277,7 +277,7 @@ pub(crate) fn launch_spmm<T: Scalar>(
     let v = f.variant;
     v.validate().map_err(|reason| RtError::InvalidVariant {
         variant: v.id(),
-        reason,
+        reason: reason.to_string(),
     })?;
     let n = ops.x.cols();
     if f.width.is_some_and(|w| w != n) {

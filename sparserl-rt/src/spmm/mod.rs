@@ -16,7 +16,9 @@ pub use launch::{SpmmFunctions, SpmmImage, SpmmKernel, SpmmModule, SpmmSpec};
 #[cfg(feature = "tools")]
 pub use measure::{SpmmBench, SpmmMeasurement};
 pub use reference::{SpmmCase, max_row_rel_err, spmm_reference};
-pub use variant::{SpmmEpilogue, SpmmShape, SpmmStrategy, SpmmVariant, spmm_bytes, spmm_space};
+pub use variant::{
+    SpmmEpilogue, SpmmShape, SpmmStrategy, SpmmVariant, SpmmVariantError, spmm_bytes, spmm_space,
+};
 
 #[cfg(test)]
 mod tests;

@@ -134,6 +134,69 @@ pub struct SpmmVariant {
 /// The sizes a kernel sees: rows of A, columns of A (rows of X), nonzeros, width N.
 pub type SpmmShape = (usize, usize, usize, usize);
 
+/// Why an SpMM variant is not valid, or an id does not parse
+/// ([`SpmmVariant::validate`], [`SpmmVariant::validate_for`],
+/// [`SpmmVariant::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpmmVariantError {
+    /// The block size.
+    #[error("block {0} is not a multiple of 32 in 64..=1024")]
+    Block(u32),
+    /// The lanes per row group.
+    #[error("group {0} is not a power of two in 1..=32")]
+    Group(u32),
+    /// The vector width of X loads.
+    #[error("vec {0} is not one of 1, 2, 4")]
+    Vec(u32),
+    /// The columns per lane.
+    #[error("coarsen {0} is not one of 1, 2, 4")]
+    Coarsen(u32),
+    /// The column tile.
+    #[error("tile {0} is not one of 1, 2, 4, 8, 16")]
+    Tile(u32),
+    /// The nonzeros per warp step.
+    #[error("items {0} is not in 1..=64")]
+    Items(u32),
+    /// The unroll factor.
+    #[error("unroll {0} is not one of 1, 2, 4, 8")]
+    Unroll(u32),
+    /// Vector loads along the strided rows of a col-major X.
+    #[error("vec {0} needs row-major X (col-major rows are strided)")]
+    VecNeedsRowMajor(u32),
+    /// An id whose first part names no strategy.
+    #[error("unknown SpMM strategy `{strategy}` in `{id}`")]
+    UnknownStrategy {
+        /// The first part.
+        strategy: String,
+        /// The id.
+        id: String,
+    },
+    /// A part whose number does not parse.
+    #[error("bad part `{part}` in SpMM variant `{id}`")]
+    BadPart {
+        /// The part.
+        part: String,
+        /// The id.
+        id: String,
+    },
+    /// A part with an unknown key.
+    #[error("unknown part `{part}` in SpMM variant `{id}`")]
+    UnknownPart {
+        /// The part.
+        part: String,
+        /// The id.
+        id: String,
+    },
+    /// An id that parses but is not the canonical one of its variant.
+    #[error("`{id}` is not canonical (the id is `{canonical}`)")]
+    NotCanonical {
+        /// The id.
+        id: String,
+        /// The canonical id.
+        canonical: String,
+    },
+}
+
 impl SpmmVariant {
     /// A default variant of `strategy`.
     pub const fn of(strategy: SpmmStrategy) -> SpmmVariant {
@@ -194,44 +257,38 @@ impl SpmmVariant {
     }
 
     /// Checks the parameter ranges; the first violation.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SpmmVariantError> {
         let v = self.canonical();
         if !v.block.is_multiple_of(32) || !(64..=1024).contains(&v.block) {
-            return Err(format!(
-                "block {} is not a multiple of 32 in 64..=1024",
-                v.block
-            ));
+            return Err(SpmmVariantError::Block(v.block));
         }
         if !v.group.is_power_of_two() || v.group > 32 {
-            return Err(format!("group {} is not a power of two in 1..=32", v.group));
+            return Err(SpmmVariantError::Group(v.group));
         }
         if ![1, 2, 4].contains(&v.vec) {
-            return Err(format!("vec {} is not one of 1, 2, 4", v.vec));
+            return Err(SpmmVariantError::Vec(v.vec));
         }
         if ![1, 2, 4].contains(&v.coarsen) {
-            return Err(format!("coarsen {} is not one of 1, 2, 4", v.coarsen));
+            return Err(SpmmVariantError::Coarsen(v.coarsen));
         }
         if ![1, 2, 4, 8, 16].contains(&v.tile) {
-            return Err(format!("tile {} is not one of 1, 2, 4, 8, 16", v.tile));
+            return Err(SpmmVariantError::Tile(v.tile));
         }
         if !(1..=64).contains(&v.items) {
-            return Err(format!("items {} is not in 1..=64", v.items));
+            return Err(SpmmVariantError::Items(v.items));
         }
         if ![1, 2, 4, 8].contains(&v.unroll) {
-            return Err(format!("unroll {} is not one of 1, 2, 4, 8", v.unroll));
+            return Err(SpmmVariantError::Unroll(v.unroll));
         }
         Ok(())
     }
 
     /// [`SpmmVariant::validate`] plus what the dense layout allows (vector
     /// loads only along contiguous rows of a row-major X).
-    pub fn validate_for(&self, layout: DenseLayout) -> Result<(), String> {
+    pub fn validate_for(&self, layout: DenseLayout) -> Result<(), SpmmVariantError> {
         self.validate()?;
         if layout == DenseLayout::ColMajor && self.canonical().vec > 1 {
-            return Err(format!(
-                "vec {} needs row-major X (col-major rows are strided)",
-                self.vec
-            ));
+            return Err(SpmmVariantError::VecNeedsRowMajor(self.vec));
         }
         Ok(())
     }
@@ -262,13 +319,16 @@ impl SpmmVariant {
     }
 
     /// Parses an [`SpmmVariant::id`].
-    pub fn parse(id: &str) -> Result<SpmmVariant, String> {
+    pub fn parse(id: &str) -> Result<SpmmVariant, SpmmVariantError> {
         let mut parts = id.split('.');
         let head = parts.next().unwrap_or_default();
         let strategy = SpmmStrategy::ALL
             .into_iter()
             .find(|s| s.as_str() == head)
-            .ok_or_else(|| format!("unknown SpMM strategy `{head}` in `{id}`"))?;
+            .ok_or_else(|| SpmmVariantError::UnknownStrategy {
+                strategy: head.to_string(),
+                id: id.to_string(),
+            })?;
         let mut v = SpmmVariant {
             ldg_x: false,
             ..SpmmVariant::of(strategy)
@@ -279,9 +339,10 @@ impl SpmmVariant {
                 continue;
             }
             let (key, num) = p.split_at(p.chars().next().map_or(0, char::len_utf8));
-            let num: u32 = num
-                .parse()
-                .map_err(|_| format!("bad part `{p}` in SpMM variant `{id}`"))?;
+            let num: u32 = num.parse().map_err(|_| SpmmVariantError::BadPart {
+                part: p.to_string(),
+                id: id.to_string(),
+            })?;
             match key {
                 "b" => v.block = num,
                 "g" => v.group = num,
@@ -290,13 +351,21 @@ impl SpmmVariant {
                 "k" => v.tile = num,
                 "i" => v.items = num,
                 "u" => v.unroll = num,
-                _ => return Err(format!("unknown part `{p}` in SpMM variant `{id}`")),
+                _ => {
+                    return Err(SpmmVariantError::UnknownPart {
+                        part: p.to_string(),
+                        id: id.to_string(),
+                    });
+                }
             }
         }
         v.validate()?;
         let v = v.canonical();
         if v.id() != id {
-            return Err(format!("`{id}` is not canonical (the id is `{}`)", v.id()));
+            return Err(SpmmVariantError::NotCanonical {
+                id: id.to_string(),
+                canonical: v.id(),
+            });
         }
         Ok(v)
     }
@@ -367,7 +436,7 @@ impl fmt::Display for SpmmVariant {
 }
 
 impl FromStr for SpmmVariant {
-    type Err = String;
+    type Err = SpmmVariantError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         SpmmVariant::parse(s)
     }

@@ -33,10 +33,10 @@ fn generate(
     layout: DenseLayout,
     width: Option<usize>,
     eps: &[SpmmEpilogue],
-) -> Result<String, String> {
+) -> Result<String, sparserl_rt::spmm::check::GenerateError> {
     sparserl_build::codegen::spmm::generate_spmm(v, value, layout, width, eps)
         .map(|s| s.source)
-        .map_err(|e| e.to_string())
+        .map_err(Into::into)
 }
 
 /// The SpMM section's outcome.
@@ -123,8 +123,9 @@ fn compile_units(gpu: &Gpu, value: ValueType, widths: &[usize]) -> Units {
                     let Some(&(v, layout, n)) = jobs.get(i) else {
                         break;
                     };
-                    let r =
-                        generate(&v, value, layout, Some(n), &SpmmEpilogue::ALL).and_then(|src| {
+                    let r = generate(&v, value, layout, Some(n), &SpmmEpilogue::ALL)
+                        .map_err(|e| e.to_string())
+                        .and_then(|src| {
                             sparserl_rt::nvrtc::compile_ptx(&src, &arch, &[])
                                 .map_err(|e| e.to_string())
                         });
