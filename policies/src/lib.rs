@@ -30,6 +30,8 @@
 
 pub mod dataset;
 pub mod net;
+pub mod pick;
+pub mod provenance;
 pub mod spmm;
 #[cfg(feature = "train")]
 pub mod synthetic;
@@ -86,6 +88,12 @@ pub trait Policy {
     fn name(&self) -> &str;
     /// The `k` best proposals, best first.
     fn propose(&self, features: &Features, value: ValueType, k: usize) -> Vec<Proposal>;
+    /// The no-GPU pick: the one variant a build without a GPU uses.
+    /// Default: the first proposal; [`LearnedPolicy`] weighs the predicted
+    /// loss of a miss ([`pick::DEFAULT_RULE`]).
+    fn pick(&self, features: &Features, value: ValueType) -> Option<Proposal> {
+        self.propose(features, value, 1).into_iter().next()
+    }
 }
 
 /// The analytic prior. See [`prior_score`] for the model.

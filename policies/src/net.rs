@@ -612,7 +612,13 @@ impl LearnedPolicy {
 
     /// Probabilities of every head for a matrix.
     pub fn head_probs(&self, features: &Features, value: ValueType) -> HeadProbs {
-        let h = self.trunk(&self.input(features, value));
+        self.head_probs_at(&self.input(features, value))
+    }
+
+    /// Probabilities of every head for a network input (see
+    /// [`LearnedPolicy::input`]; [`INPUTS`] numbers).
+    pub fn head_probs_at(&self, x: &[f64]) -> HeadProbs {
+        let h = self.trunk(x);
         let strategy = softmax(&self.layer("strategy").apply(&h), None);
         let conditioned = STRATEGIES
             .iter()
@@ -662,6 +668,12 @@ impl LearnedPolicy {
             .map(f64::tanh)
             .collect();
         self.layer("cost3").apply(&h)[0]
+    }
+
+    /// The cost head's predicted natural log of GB/s for a network input
+    /// (see [`LearnedPolicy::input`]).
+    pub fn predicted_ln_gbs_at(&self, x: &[f64], variant: &Variant) -> f64 {
+        self.file.cost_mean + self.file.cost_std * self.cost_raw(x, variant)
     }
 
     /// The cost head's predicted natural log of GB/s.
