@@ -29,6 +29,8 @@
 #![warn(missing_docs)]
 
 pub mod dataset;
+#[cfg(feature = "train")]
+pub mod loco;
 pub mod net;
 pub mod pick;
 pub mod provenance;

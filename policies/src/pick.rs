@@ -63,6 +63,18 @@ impl RiskRule {
     };
 }
 
+/// The rule [`crate::Policy::pick`] of a [`LearnedPolicy`] uses (the
+/// build's no-GPU pick).
+pub const DEFAULT_RULE: PickRule = PickRule::Risk(RiskRule::DEFAULT);
+
+/// A short name of a rule for reports: `argmax` or `risk`.
+pub fn rule_name(rule: &PickRule) -> &'static str {
+    match rule {
+        PickRule::Argmax => "argmax",
+        PickRule::Risk(_) => "risk",
+    }
+}
+
 /// Risk-adjusted score of one candidate from its fractions of the best in
 /// every world: `(1 - weight) * mean + weight * mean of the lowest
 /// ceil(tail_share * n)`. 0 for no worlds.

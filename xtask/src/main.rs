@@ -15,6 +15,7 @@ mod cusparse_spmm;
 mod demo;
 mod energy;
 mod explain;
+mod families;
 mod gpu_check;
 mod lab;
 mod policy;
