@@ -3,7 +3,8 @@
 //! The policy proposes kernel variants for a matrix, given its
 //! [`Features`]. The measured search (in `sparserl-build`) asks it for a
 //! ranked list of proposals and refines around the best; without a GPU the
-//! build uses its first proposal directly.
+//! build uses its [`Policy::pick`] directly (for the learned policy a
+//! risk-adjusted choice among its first proposals, see [`pick`]).
 //!
 //! Policies behind one trait:
 //! - [`LearnedPolicy`]: a small network trained by reinforcement learning on

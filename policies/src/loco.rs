@@ -19,7 +19,7 @@ use crate::net::{LearnedPolicy, policy_space};
 use crate::pick::PickRule;
 use crate::train::{Prepared, TrainConfig, TrainError, prepare_all, train};
 use crate::{Policy, template_rule};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sparserl_rt::{Features, ValueType, Variant};
 use std::collections::BTreeMap;
 
@@ -46,7 +46,7 @@ pub const GENERATED_CLASSES: [&str; 8] = [
 pub const FIRST_K: usize = 16;
 
 /// One held-out record under one fold.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LocoRecord {
     /// Matrix name.
     pub matrix: String,

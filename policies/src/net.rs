@@ -700,6 +700,12 @@ impl Policy for LearnedPolicy {
         "learned"
     }
 
+    /// The no-GPU pick under [`crate::pick::DEFAULT_RULE`] (weighs the
+    /// predicted loss of a miss; see [`crate::pick`]).
+    fn pick(&self, features: &Features, value: ValueType) -> Option<Proposal> {
+        self.pick_with(features, value, &crate::pick::DEFAULT_RULE, &|_| true)
+    }
+
     /// Ranks the policy space by joint probability (ties keep core-space
     /// order); `score` is the cost head's predicted GB/s over the dataset's
     /// copy bandwidth, clamped to `[1e-6, 1]`.

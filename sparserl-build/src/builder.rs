@@ -765,8 +765,8 @@ impl Builder {
                 }
                 _ => {
                     self.announce_policy(&in_use.choice, announced);
-                    let best = policy.propose(&first, decl.value, 1);
-                    match best.first() {
+                    let best = policy.pick(&first, decl.value);
+                    match best.as_ref() {
                         Some(p) => {
                             predicted = Some(p.score);
                             let est = gpu_estimate_note(p.score);

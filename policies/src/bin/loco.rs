@@ -49,6 +49,11 @@ struct Args {
     /// Trunk and cost-head width.
     #[arg(long, default_value_t = 64)]
     hidden: i64,
+    /// An earlier report of this binary: its records of the folds asked for
+    /// (same seeds and classes) are reused instead of trained again. The
+    /// training settings must be the same (checked).
+    #[arg(long)]
+    resume: Option<PathBuf>,
     /// libtorch threads.
     #[arg(long, default_value_t = 1)]
     threads: i32,
@@ -74,6 +79,29 @@ fn load(args: &Args) -> Result<(Dataset, Vec<serde_json::Value>)> {
         }
     }
     Ok((ds.context("no dataset")?, hashes))
+}
+
+/// The records of `path` (an earlier report) for the seeds asked for.
+fn resumed(path: &std::path::Path, args: &Args) -> Result<Vec<LocoRecord>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)?;
+    let t = &v["meta"]["train"];
+    let same = t["epochs"] == args.epochs
+        && t["samples"] == args.samples
+        && t["cost_steps"] == args.cost_steps
+        && t["hidden"] == args.hidden;
+    if !same {
+        bail!(
+            "--resume {}: trained with other settings ({t})",
+            path.display()
+        );
+    }
+    let all: Vec<LocoRecord> = serde_json::from_value(v["records"].clone())?;
+    Ok(all
+        .into_iter()
+        .filter(|r| args.seeds.contains(&r.seed))
+        .collect())
 }
 
 fn main() -> Result<()> {
@@ -104,7 +132,10 @@ fn main() -> Result<()> {
         args.samples
     );
     let t0 = std::time::Instant::now();
-    let mut records: Vec<LocoRecord> = Vec::new();
+    let mut records: Vec<LocoRecord> = match &args.resume {
+        Some(p) => resumed(p, &args)?,
+        None => Vec::new(),
+    };
     for &seed in &args.seeds {
         let base = TrainConfig {
             seed,
@@ -117,6 +148,16 @@ fn main() -> Result<()> {
             ..TrainConfig::default()
         };
         for c in &classes {
+            if records.iter().any(|r| r.seed == seed && &r.class == c) {
+                println!(
+                    "  seed {seed} {c}: reused from {}",
+                    args.resume
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                );
+                continue;
+            }
             let recs = loco::fold(&ds, c, &base, &rules)?;
             for r in &recs {
                 let z: Vec<String> = r
