@@ -134,7 +134,7 @@ impl Normals {
 /// The network inputs of the worlds: `x` itself, then `scenarios - 1`
 /// copies with the first 18 entries (the normalised features) jittered.
 fn jittered_inputs(x: &[f64], rule: &RiskRule) -> Vec<Vec<f64>> {
-    let mut normals = Normals(0x5eed_0f_5a5e_u64);
+    let mut normals = Normals(0x005e_ed0f_5a5e_u64);
     let mut out = vec![x.to_vec()];
     for _ in 1..rule.scenarios.max(1) {
         let mut y = x.to_vec();

@@ -226,14 +226,13 @@ fn draw_rmat(nnz: f64, r: &mut ChaCha8Rng) -> Gen {
 pub fn corpus(seed: u64, quick: bool) -> Vec<FamilyMatrix> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::new();
-    for tier in 0..3 {
+    for (tier, &(lo, hi)) in TIER_NNZ.iter().enumerate() {
         for (fi, (class, draw, large)) in FAMILIES.iter().enumerate() {
             let n = match tier {
                 0 | 1 => 2,
                 _ => usize::from(*large),
             };
             for i in 0..n {
-                let (lo, hi) = TIER_NNZ[tier];
                 let nnz = lu(&mut rng, lo, hi) / if quick { 16.0 } else { 1.0 };
                 let spec = draw(nnz, &mut rng);
                 let s = seed * 1000 + (tier * 100 + fi * 4 + i) as u64;
