@@ -2,6 +2,7 @@
 //! matrix of a corpus. Written by `cargo xtask collect` (and `bench`), read
 //! by training and evaluation. Stored as gzip-compressed JSON.
 
+use crate::provenance::Provenance;
 use serde::{Deserialize, Serialize};
 use sparserl_rt::{Strategy, ValueType, Variant};
 use std::io::{Read, Write};
@@ -31,6 +32,10 @@ pub struct MatrixRecord {
     /// known (see [`Dataset::mark_cannot_run`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cannot_run: Vec<Strategy>,
+    /// Where the matrix came from (generator and parameters, or file and
+    /// sha256); `None` in datasets written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
 }
 
 /// Strategies of the policy's vocabulary that need a layout some matrices
@@ -246,6 +251,9 @@ impl Dataset {
                         .filter(|&s| measures(&self.variants, m, s))
                         .collect();
                     m.cannot_run.retain(|s| !now_measured.contains(s));
+                    if m.provenance.is_none() {
+                        m.provenance = rec.provenance;
+                    }
                 }
                 None => self.matrices.push(rec),
             }
@@ -273,6 +281,7 @@ mod tests {
                 features: vec![1.0],
                 results: vec![(0, 100.0, 1e-7, true), (1, 200.0, 0.5, false)],
                 cannot_run: Vec::new(),
+                provenance: None,
             }],
         }
     }
@@ -328,6 +337,39 @@ mod tests {
         a.merge(b);
         assert_eq!(a.variants.len(), 3);
         assert_eq!(a.matrices[0].best_gbs(), 300.0);
+    }
+
+    #[test]
+    fn datasets_without_provenance_still_load_and_new_records_keep_theirs() {
+        // Every committed dataset predates the field.
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+        let mut files = 0;
+        for e in std::fs::read_dir(&data).unwrap() {
+            let p = e.unwrap().path();
+            if p.to_string_lossy().ends_with(".json.gz") {
+                let d = Dataset::read(&p).unwrap_or_else(|e| panic!("{e}"));
+                assert!(!d.matrices.is_empty());
+                assert!(d.matrices.iter().all(|m| m.provenance.is_none()));
+                files += 1;
+            }
+        }
+        assert!(files >= 5, "{files} committed datasets");
+        // A record with provenance round-trips and survives a merge into
+        // an old record of the same matrix.
+        let prov = Provenance::Generated {
+            generator: "sbm".into(),
+            params: serde_json::json!({"communities": 12}),
+            seed: 3,
+        };
+        let mut new = ds();
+        new.matrices[0].provenance = Some(prov.clone());
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p.json.gz");
+        new.write(&p).unwrap();
+        assert_eq!(Dataset::read(&p).unwrap(), new);
+        let mut old = ds();
+        old.merge(new);
+        assert_eq!(old.matrices[0].provenance, Some(prov));
     }
 
     #[test]

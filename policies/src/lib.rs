@@ -3,7 +3,8 @@
 //! The policy proposes kernel variants for a matrix, given its
 //! [`Features`]. The measured search (in `sparserl-build`) asks it for a
 //! ranked list of proposals and refines around the best; without a GPU the
-//! build uses its first proposal directly.
+//! build uses its [`Policy::pick`] directly (for the learned policy a
+//! risk-adjusted choice among its first proposals, see [`pick`]).
 //!
 //! Policies behind one trait:
 //! - [`LearnedPolicy`]: a small network trained by reinforcement learning on
@@ -29,7 +30,11 @@
 #![warn(missing_docs)]
 
 pub mod dataset;
+#[cfg(feature = "train")]
+pub mod loco;
 pub mod net;
+pub mod pick;
+pub mod provenance;
 pub mod spmm;
 #[cfg(feature = "train")]
 pub mod synthetic;
@@ -86,6 +91,12 @@ pub trait Policy {
     fn name(&self) -> &str;
     /// The `k` best proposals, best first.
     fn propose(&self, features: &Features, value: ValueType, k: usize) -> Vec<Proposal>;
+    /// The no-GPU pick: the one variant a build without a GPU uses.
+    /// Default: the first proposal; [`LearnedPolicy`] weighs the predicted
+    /// loss of a miss ([`pick::DEFAULT_RULE`]).
+    fn pick(&self, features: &Features, value: ValueType) -> Option<Proposal> {
+        self.propose(features, value, 1).into_iter().next()
+    }
 }
 
 /// The analytic prior. See [`prior_score`] for the model.

@@ -612,7 +612,13 @@ impl LearnedPolicy {
 
     /// Probabilities of every head for a matrix.
     pub fn head_probs(&self, features: &Features, value: ValueType) -> HeadProbs {
-        let h = self.trunk(&self.input(features, value));
+        self.head_probs_at(&self.input(features, value))
+    }
+
+    /// Probabilities of every head for a network input (see
+    /// [`LearnedPolicy::input`]; [`INPUTS`] numbers).
+    pub fn head_probs_at(&self, x: &[f64]) -> HeadProbs {
+        let h = self.trunk(x);
         let strategy = softmax(&self.layer("strategy").apply(&h), None);
         let conditioned = STRATEGIES
             .iter()
@@ -664,6 +670,12 @@ impl LearnedPolicy {
         self.layer("cost3").apply(&h)[0]
     }
 
+    /// The cost head's predicted natural log of GB/s for a network input
+    /// (see [`LearnedPolicy::input`]).
+    pub fn predicted_ln_gbs_at(&self, x: &[f64], variant: &Variant) -> f64 {
+        self.file.cost_mean + self.file.cost_std * self.cost_raw(x, variant)
+    }
+
     /// The cost head's predicted natural log of GB/s.
     pub fn predicted_ln_gbs(
         &self,
@@ -686,6 +698,12 @@ impl LearnedPolicy {
 impl Policy for LearnedPolicy {
     fn name(&self) -> &str {
         "learned"
+    }
+
+    /// The no-GPU pick under [`crate::pick::DEFAULT_RULE`] (weighs the
+    /// predicted loss of a miss; see [`crate::pick`]).
+    fn pick(&self, features: &Features, value: ValueType) -> Option<Proposal> {
+        self.pick_with(features, value, &crate::pick::DEFAULT_RULE, &|_| true)
     }
 
     /// Ranks the policy space by joint probability (ties keep core-space

@@ -286,6 +286,7 @@ pub fn dataset(seed: u64, per_class: usize) -> Dataset {
                     features: f.to_vec().to_vec(),
                     results,
                     cannot_run: Vec::new(),
+                    provenance: None,
                 });
             }
         }

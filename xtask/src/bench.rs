@@ -366,6 +366,7 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
             .map(|&(i, g, e, c)| (i, g, sparserl_policies::dataset::finite_err(e), c))
             .collect(),
         cannot_run: Vec::new(),
+        provenance: None,
     };
     Ok((row, ds))
 }

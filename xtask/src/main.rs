@@ -10,11 +10,13 @@ mod bench;
 mod bench_app;
 mod bench_spmm;
 mod common;
+mod coverage;
 mod cusparse;
 mod cusparse_spmm;
 mod demo;
 mod energy;
 mod explain;
+mod families;
 mod gpu_check;
 mod lab;
 mod policy;
@@ -62,6 +64,10 @@ enum Cmd {
     EvalPolicy(policy::EvalArgs),
     /// Evaluate the committed policy per structure class over repeated benchmark runs (offline).
     EvalClasses(policy_classes::Args),
+    /// Distance in feature space from each evaluation record to the nearest training record (offline).
+    Coverage(coverage::Args),
+    /// Leave-one-class-out evaluation of training on the measured datasets (libtorch, CPU).
+    PolicyLoco(policy::TrainArgs),
     /// Whole iterations: CG and PageRank, ours vs cuSPARSE + cuBLAS.
     BenchApp(bench_app::Args),
     /// Check every fused-epilogue variant and CUDA-graph replay on a GPU.
@@ -91,6 +97,8 @@ fn main() -> Result<()> {
         Cmd::Train(a) => policy::train(a),
         Cmd::EvalPolicy(a) => policy::eval(a),
         Cmd::EvalClasses(a) => policy_classes::run(a),
+        Cmd::Coverage(a) => coverage::run(a),
+        Cmd::PolicyLoco(a) => policy::loco(a),
         Cmd::VectorPtx(a) => vector_ptx::run(a),
         Cmd::BenchApp(a) => bench_app::run(a),
         Cmd::FusedCheck(a) => bench_app::check::command(a),

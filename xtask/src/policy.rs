@@ -97,11 +97,50 @@ pub struct TrainArgs {
     pub args: Vec<String>,
 }
 
+/// Arguments of the leave-one-class-out run whose report is committed as
+/// `docs/policy/policy-loco-h200-committed-data.{json,md}` (used by
+/// `cargo xtask policy-loco` without arguments): the committed policy's
+/// datasets, three seeds, training sized for a small CPU.
+pub const COMMITTED_LOCO_ARGS: &[&str] = &[
+    "--dataset",
+    "policies/data/h200-round3.json.gz",
+    "--extra-dataset",
+    "policies/data/h200-bench-sweep2.json.gz",
+    "policies/data/h200-large-sweep3.json.gz",
+    "policies/data/h200-large4.json.gz",
+    "--out",
+    "docs/policy",
+    "--name",
+    "h200-committed-data",
+    "--seeds",
+    "0",
+    "1",
+    "2",
+    "--epochs",
+    "100",
+    "--samples",
+    "16",
+    "--cost-steps",
+    "300",
+];
+
 /// Provisions libtorch and runs the training binary.
 pub fn train(args: TrainArgs) -> Result<()> {
+    run_policies_bin("train", args, COMMITTED_TRAIN_ARGS)
+}
+
+/// Provisions libtorch and runs the leave-one-class-out binary (arguments
+/// as `policies/src/bin/loco.rs`; none: [`COMMITTED_LOCO_ARGS`]).
+pub fn loco(args: TrainArgs) -> Result<()> {
+    run_policies_bin("loco", args, COMMITTED_LOCO_ARGS)
+}
+
+/// Runs a binary of `sparserl-policies` (feature `train`) with `LIBTORCH`
+/// set, with `args` or else `default`.
+fn run_policies_bin(bin: &str, args: TrainArgs, default: &[&str]) -> Result<()> {
     let libtorch = provision_torch()?;
     let train_args: Vec<String> = if args.args.is_empty() {
-        COMMITTED_TRAIN_ARGS.iter().map(|s| s.to_string()).collect()
+        default.iter().map(|s| s.to_string()).collect()
     } else {
         args.args
     };
@@ -114,7 +153,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
         "--features",
         "train",
         "--bin",
-        "train",
+        bin,
         "--",
     ]
     .iter()
@@ -133,7 +172,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
         .status()
         .context("running cargo")?;
     if !status.success() {
-        bail!("training failed");
+        bail!("{bin} failed");
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use sparserl_build::search::SampleResult;
 use sparserl_build::{GpuTuner, LockEntry, LockFile, SearchConfig, read_descriptor};
 use sparserl_policies::dataset::{Dataset, MatrixRecord};
 use sparserl_policies::default_policy;
+use sparserl_policies::provenance::Provenance;
 use sparserl_rt::synth::Family;
 use sparserl_rt::{Csr, Features, ValueType, Variant, full_space};
 use std::path::PathBuf;
@@ -355,10 +356,17 @@ pub struct CollectArgs {
     #[arg(long)]
     pub quick: bool,
     /// Which matrices to measure: `training` (the real matrices and the
-    /// synthetic families) or `large` (bandwidth-bound synthetic matrices of
-    /// the training families, see [`large_corpus`]).
+    /// synthetic families), `large` (bandwidth-bound synthetic matrices of
+    /// the training families, see [`large_corpus`]) or `families` (further
+    /// structure families, see [`crate::families::corpus`]).
     #[arg(long, value_enum, default_value = "training")]
     pub corpus: CorpusArg,
+    /// Seed of the families corpus (`--corpus families`).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Build every matrix and print what would be measured; no GPU needed.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Corpus of `collect`.
@@ -368,6 +376,10 @@ pub enum CorpusArg {
     Training,
     /// [`large_corpus`].
     Large,
+    /// The families corpus ([`crate::families::corpus`]): seeded random
+    /// instances of further structure families, small to past L2, each in
+    /// one value type (`--value` filters them).
+    Families,
 }
 
 /// Design space of `collect`.
@@ -668,35 +680,187 @@ fn large_families(quick: bool) -> Vec<(&'static str, &'static str, Family)> {
     ]
 }
 
+/// One matrix of a `collect` run: built already, or planned (built when
+/// its turn comes, so the time guard also skips its generation).
+enum Source {
+    Built(Csr),
+    Planned(crate::families::FamilyMatrix),
+}
+
+/// A matrix to measure, with the value types to measure it in.
+struct Entry {
+    name: String,
+    class: String,
+    values: Vec<ValueType>,
+    provenance: Option<Provenance>,
+    source: Source,
+}
+
+/// Provenance of a real matrix: the folder's name, the file and its sha256.
+fn real_provenance(dir: &std::path::Path, name: &str) -> Option<Provenance> {
+    let files = crate::common::mtx_files(dir).ok()?;
+    let p = files
+        .iter()
+        .find(|p| crate::common::matrix_name(p) == name)?;
+    let bytes = std::fs::read(p).ok()?;
+    let origin = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let file = p.file_name()?.to_string_lossy().to_string();
+    Some(Provenance::real(&origin, &file, None, &bytes))
+}
+
+/// The matrices of a `collect` run.
+fn collect_entries(args: &CollectArgs, values: &[ValueType]) -> Result<Vec<Entry>> {
+    let built = |(name, class, csr): (String, String, Csr)| Entry {
+        provenance: Some(Provenance::Generated {
+            generator: "sparserl-rt::synth::Family".into(),
+            params: serde_json::json!({ "name": name }),
+            seed: 0,
+        }),
+        name,
+        class,
+        values: values.to_vec(),
+        source: Source::Built(csr),
+    };
+    match args.corpus {
+        CorpusArg::Large => Ok(large_corpus(args.quick)?.into_iter().map(built).collect()),
+        CorpusArg::Families => Ok(crate::families::corpus(args.seed, args.quick)
+            .into_iter()
+            .filter(|m| values.contains(&m.value))
+            .map(|m| Entry {
+                name: m.name.clone(),
+                class: m.class.clone(),
+                values: vec![m.value],
+                provenance: Some(m.provenance()),
+                source: Source::Planned(m),
+            })
+            .collect()),
+        CorpusArg::Training => {
+            let dir = args.matrices.clone().unwrap_or_else(|| {
+                let d = PathBuf::from(".device/matrices");
+                if d.exists() {
+                    d
+                } else {
+                    PathBuf::from("tests/fixtures/matrices")
+                }
+            });
+            // Real matrices first: they are quick, and the time guard then
+            // only trims the larger synthetic ones.
+            let mut out = Vec::new();
+            for m in
+                load_real_matrices(&dir).with_context(|| format!("reading {}", dir.display()))?
+            {
+                out.push(Entry {
+                    provenance: real_provenance(&dir, &m.name),
+                    name: m.name,
+                    class: m.class,
+                    values: values.to_vec(),
+                    source: Source::Built(m.csr),
+                });
+            }
+            out.extend(synthetic_corpus(args.quick)?.into_iter().map(built));
+            Ok(out)
+        }
+    }
+}
+
+/// Measures `variants` of one matrix and value type into a record (`None`
+/// when no variant of the space applies).
+fn measure(
+    tuner: &GpuTuner,
+    ds: &mut Dataset,
+    csr: &Csr,
+    value: ValueType,
+    variants: &[Variant],
+    reps: u32,
+) -> Result<Vec<(usize, f64, f64, bool)>> {
+    let res = tuner
+        .sweep(&[csr], value, variants, reps)
+        .map_err(|e| anyhow!("{e}"))?;
+    let mut results = Vec::new();
+    for (v, r) in &res {
+        let idx = match ds.variant_index(v) {
+            Some(i) => i,
+            None => {
+                ds.variants.push(*v);
+                ds.variants.len() - 1
+            }
+        };
+        let s = &r[0];
+        results.push((
+            idx,
+            if s.correct { s.gbs } else { 0.0 },
+            sparserl_policies::dataset::finite_err(s.rel_err),
+            s.correct,
+        ));
+    }
+    Ok(results)
+}
+
+/// `collect --dry-run`: builds every matrix and prints what would be measured.
+fn dry_run(entries: Vec<Entry>, max_seconds: f64) -> Result<()> {
+    let t0 = Instant::now();
+    let mut total = 0usize;
+    for e in entries {
+        if t0.elapsed().as_secs_f64() > max_seconds {
+            println!("  {:<40} skipped for time", e.name);
+            continue;
+        }
+        let t1 = Instant::now();
+        let csr = match e.source {
+            Source::Built(c) => c,
+            Source::Planned(m) => m.build().with_context(|| e.name.clone())?,
+        };
+        let f = Features::compute(&csr);
+        total += csr.nnz();
+        println!(
+            "  {:<40} {:<18} {:<8} {}x{} nnz {:>9} cv {:>5.2} max/mean {:>8.1} built in {:.2}s | {}",
+            e.name,
+            e.class,
+            e.values
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join("+"),
+            csr.rows(),
+            csr.cols(),
+            csr.nnz(),
+            f.cv_row,
+            f.max_over_mean,
+            t1.elapsed().as_secs_f64(),
+            e.provenance
+                .as_ref()
+                .map(Provenance::describe)
+                .unwrap_or_default()
+        );
+    }
+    println!(
+        "collect --dry-run: {total} nonzeros in {:.0} s (nothing measured)",
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn parse_values(v: &str) -> Result<Vec<ValueType>> {
+    match v {
+        "f32" => Ok(vec![ValueType::F32]),
+        "f64" => Ok(vec![ValueType::F64]),
+        "both" => Ok(vec![ValueType::F32, ValueType::F64]),
+        other => Err(anyhow!("--value {other}: expected f32, f64 or both")),
+    }
+}
+
 /// Runs `collect`.
 pub fn collect(args: CollectArgs) -> Result<()> {
     let t0 = Instant::now();
-    let tuner = GpuTuner::probe().map_err(|e| anyhow!("no GPU: {e}"))?;
-    let values: Vec<ValueType> = match args.value.as_str() {
-        "f32" => vec![ValueType::F32],
-        "f64" => vec![ValueType::F64],
-        "both" => vec![ValueType::F32, ValueType::F64],
-        other => return Err(anyhow!("--value {other}: expected f32, f64 or both")),
-    };
-    let dir = args.matrices.clone().unwrap_or_else(|| {
-        let d = PathBuf::from(".device/matrices");
-        if d.exists() {
-            d
-        } else {
-            PathBuf::from("tests/fixtures/matrices")
-        }
-    });
-    // Real matrices first: they are quick, and the time guard then only
-    // trims the larger synthetic ones.
-    let mut corpus: Vec<(String, String, Csr)> = Vec::new();
-    if args.corpus == CorpusArg::Large {
-        corpus.extend(large_corpus(args.quick)?);
-    } else {
-        for m in load_real_matrices(&dir).with_context(|| format!("reading {}", dir.display()))? {
-            corpus.push((m.name, m.class, m.csr));
-        }
-        corpus.extend(synthetic_corpus(args.quick)?);
+    let values = parse_values(&args.value)?;
+    let entries = collect_entries(&args, &values)?;
+    if args.dry_run {
+        return dry_run(entries, args.max_seconds);
     }
+    let tuner = GpuTuner::probe().map_err(|e| anyhow!("no GPU: {e}"))?;
     let space = match args.space {
         SpaceArg::Core => sparserl_rt::core_space(),
         SpaceArg::Layout => sparserl_rt::layout_space(),
@@ -713,21 +877,28 @@ pub fn collect(args: CollectArgs) -> Result<()> {
         matrices: Vec::new(),
     };
     println!(
-        "collect: {} matrices x {} value type(s) on {} (copy {:.0} GB/s)",
-        corpus.len(),
-        values.len(),
+        "collect: {} matrices on {} (copy {:.0} GB/s)",
+        entries.len(),
         ds.gpu,
         ds.copy_gbs
     );
     let mut skipped = 0;
-    for (name, class, csr) in &corpus {
-        for &value in &values {
+    for e in entries {
+        if t0.elapsed().as_secs_f64() > args.max_seconds {
+            skipped += e.values.len();
+            continue;
+        }
+        let csr = match e.source {
+            Source::Built(c) => c,
+            Source::Planned(m) => m.build().with_context(|| e.name.clone())?,
+        };
+        let feats = Features::compute(&csr);
+        for &value in &e.values {
             if t0.elapsed().as_secs_f64() > args.max_seconds {
                 skipped += 1;
                 continue;
             }
             let t1 = Instant::now();
-            let feats = Features::compute(csr);
             let variants: Vec<Variant> = match args.from_policy {
                 Some(k) => policy
                     .propose(&feats, value, k)
@@ -736,34 +907,18 @@ pub fn collect(args: CollectArgs) -> Result<()> {
                     .collect(),
                 None => space.clone(),
             };
-            let res = tuner
-                .sweep(&[csr], value, &variants, args.reps)
-                .map_err(|e| anyhow!("{name}: {e}"))?;
-            let mut results = Vec::new();
-            for (v, r) in &res {
-                let idx = match ds.variant_index(v) {
-                    Some(i) => i,
-                    None => {
-                        ds.variants.push(*v);
-                        ds.variants.len() - 1
-                    }
-                };
-                let s = &r[0];
-                results.push((
-                    idx,
-                    if s.correct { s.gbs } else { 0.0 },
-                    sparserl_policies::dataset::finite_err(s.rel_err),
-                    s.correct,
-                ));
-            }
+            let results = measure(&tuner, &mut ds, &csr, value, &variants, args.reps)
+                .with_context(|| e.name.clone())?;
             let rec = MatrixRecord {
-                name: name.clone(),
-                class: class.clone(),
+                name: e.name.clone(),
+                class: e.class.clone(),
                 value,
                 features: feats.to_vec().to_vec(),
                 results,
                 cannot_run: Vec::new(),
+                provenance: e.provenance.clone(),
             };
+            let name = &e.name;
             if rec.results.is_empty() {
                 println!("  {name:<28} {value} no variant of this space applies");
                 continue;

@@ -362,12 +362,13 @@ fn measure(
     })
 }
 
-/// The policy's first proposal, in the numbering the descriptor asks for;
-/// the fallback (a warning) when it has none.
+/// The policy's no-GPU pick (`Policy::pick`: the learned policy's
+/// risk-adjusted rule), in the numbering the descriptor asks for; the
+/// fallback (a warning) when it has none.
 fn policy_pick(run: &Setup, log: &Log, decl: &KernelDecl, first: &Features) -> Choice {
     let policy = run.policy.policy.as_ref();
-    let best = policy.propose(first, decl.value, 1);
-    match best.first() {
+    let best = policy.pick(first, decl.value);
+    match best.as_ref() {
         Some(p) => Choice {
             predicted: Some(p.score),
             ..Choice::plain(

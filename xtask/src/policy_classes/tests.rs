@@ -18,6 +18,7 @@ fn rec(name: &str, class: &str, results: &[(usize, f64)]) -> MatrixRecord {
         features: vec![0.0; 18],
         results: results.iter().map(|&(i, g)| (i, g, 0.0, g > 0.0)).collect(),
         cannot_run: Vec::new(),
+        provenance: None,
     }
 }
 

@@ -1,0 +1,211 @@
+//! Leave-one-class-out evaluation on measured datasets (see
+//! `sparserl_policies::loco`): trains one policy per structure class
+//! without it and writes `<out>/policy-loco-<name>.{json,md}`.
+//!
+//! ```text
+//! cargo run --release -p sparserl-policies --features train --bin loco -- \
+//!     --dataset policies/data/h200-round3.json.gz \
+//!     --extra-dataset policies/data/h200-bench-sweep2.json.gz --name h200
+//! ```
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use sparserl_policies::dataset::Dataset;
+use sparserl_policies::loco::{self, LocoRecord};
+use sparserl_policies::pick::{PickRule, RiskRule};
+use sparserl_policies::train::{TrainConfig, sha256_hex};
+use std::path::PathBuf;
+
+/// Leave-one-class-out evaluation of the training pipeline.
+#[derive(Parser, Debug)]
+struct Args {
+    /// Dataset (`.json.gz`).
+    #[arg(long)]
+    dataset: PathBuf,
+    /// Further datasets merged in (as `train --extra-dataset`).
+    #[arg(long = "extra-dataset", num_args = 1..)]
+    extra_dataset: Vec<PathBuf>,
+    /// Output folder.
+    #[arg(long, default_value = "docs/policy")]
+    out: PathBuf,
+    /// Report name: writes `policy-loco-<name>.json` and `.md`.
+    #[arg(long, default_value = "h200")]
+    name: String,
+    /// Only these classes (default: every class of the data).
+    #[arg(long, num_args = 1..)]
+    classes: Vec<String>,
+    /// Training seeds; each class is trained and judged once per seed.
+    #[arg(long, num_args = 1.., default_values_t = [0u64])]
+    seeds: Vec<u64>,
+    /// Policy-gradient epochs per fold.
+    #[arg(long, default_value_t = 120)]
+    epochs: usize,
+    /// Episodes per training record per epoch.
+    #[arg(long, default_value_t = 16)]
+    samples: usize,
+    /// Cost-head warm-up steps.
+    #[arg(long, default_value_t = 300)]
+    cost_steps: usize,
+    /// Trunk and cost-head width.
+    #[arg(long, default_value_t = 64)]
+    hidden: i64,
+    /// An earlier report of this binary: its records of the folds asked for
+    /// (same seeds and classes) are reused instead of trained again. The
+    /// training settings must be the same (checked).
+    #[arg(long)]
+    resume: Option<PathBuf>,
+    /// libtorch threads.
+    #[arg(long, default_value_t = 1)]
+    threads: i32,
+}
+
+/// The merged dataset and the sha256 of every file read.
+fn load(args: &Args) -> Result<(Dataset, Vec<serde_json::Value>)> {
+    let mut hashes = Vec::new();
+    let mut ds: Option<Dataset> = None;
+    for p in std::iter::once(&args.dataset).chain(&args.extra_dataset) {
+        let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+        hashes.push(
+            serde_json::json!({"file": p.display().to_string(), "sha256": sha256_hex(&bytes)}),
+        );
+        let d = Dataset::read(p)?;
+        match &mut ds {
+            None => {
+                let mut d = d;
+                d.mark_cannot_run();
+                ds = Some(d);
+            }
+            Some(base) => base.merge(d),
+        }
+    }
+    Ok((ds.context("no dataset")?, hashes))
+}
+
+/// The records of `path` (an earlier report) for the seeds asked for.
+fn resumed(path: &std::path::Path, args: &Args) -> Result<Vec<LocoRecord>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)?;
+    let t = &v["meta"]["train"];
+    let same = t["epochs"] == args.epochs
+        && t["samples"] == args.samples
+        && t["cost_steps"] == args.cost_steps
+        && t["hidden"] == args.hidden;
+    if !same {
+        bail!(
+            "--resume {}: trained with other settings ({t})",
+            path.display()
+        );
+    }
+    let all: Vec<LocoRecord> = serde_json::from_value(v["records"].clone())?;
+    Ok(all
+        .into_iter()
+        .filter(|r| args.seeds.contains(&r.seed))
+        .collect())
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let (ds, hashes) = load(&args)?;
+    let classes = if args.classes.is_empty() {
+        loco::classes(&ds)
+    } else {
+        args.classes.clone()
+    };
+    for c in &classes {
+        if !ds.matrices.iter().any(|m| &m.class == c) {
+            bail!("--classes {c}: no such class in the data");
+        }
+    }
+    let rules: Vec<(String, PickRule)> = vec![
+        ("argmax".into(), PickRule::Argmax),
+        ("risk".into(), PickRule::Risk(RiskRule::DEFAULT)),
+    ];
+    let names: Vec<String> = rules.iter().map(|r| r.0.clone()).collect();
+    let primary = sparserl_policies::pick::rule_name(&sparserl_policies::pick::DEFAULT_RULE);
+    println!(
+        "loco: {} records, {} classes, seeds {:?}, {} epochs x {} samples",
+        ds.matrices.len(),
+        classes.len(),
+        args.seeds,
+        args.epochs,
+        args.samples
+    );
+    let t0 = std::time::Instant::now();
+    let mut records: Vec<LocoRecord> = match &args.resume {
+        Some(p) => resumed(p, &args)?,
+        None => Vec::new(),
+    };
+    for &seed in &args.seeds {
+        let base = TrainConfig {
+            seed,
+            epochs: args.epochs,
+            samples: args.samples,
+            cost_steps: args.cost_steps,
+            hidden: args.hidden,
+            cost_hidden: args.hidden,
+            threads: args.threads,
+            ..TrainConfig::default()
+        };
+        for c in &classes {
+            if records.iter().any(|r| r.seed == seed && &r.class == c) {
+                println!(
+                    "  seed {seed} {c}: reused from {}",
+                    args.resume
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                );
+                continue;
+            }
+            let recs = loco::fold(&ds, c, &base, &rules)?;
+            for r in &recs {
+                let z: Vec<String> = r
+                    .zero_shot
+                    .iter()
+                    .map(|(k, v)| format!("{k} {:.3}", v.1))
+                    .collect();
+                println!(
+                    "  [{:>5.0}s] seed {seed} {c:<22} {:<28} {} {:<5} {} | template {:.3} | first16 {:.3}",
+                    t0.elapsed().as_secs_f64(),
+                    r.matrix,
+                    r.value,
+                    r.size,
+                    z.join(" "),
+                    r.template,
+                    r.first16
+                );
+            }
+            records.extend(recs);
+        }
+    }
+    let meta = serde_json::json!({
+        "command": format!("cargo run -p sparserl-policies --features train --bin loco -- {}", std::env::args().skip(1).collect::<Vec<_>>().join(" ")),
+        "datasets": hashes,
+        "gpu": ds.gpu,
+        "seeds": args.seeds,
+        "train": {"epochs": args.epochs, "samples": args.samples, "cost_steps": args.cost_steps, "hidden": args.hidden, "threads": args.threads},
+        "rules": {"argmax": "most probable variant", "risk": format!("{:?}", RiskRule::DEFAULT)},
+        "large_bytes": loco::LARGE_BYTES,
+        "seconds": t0.elapsed().as_secs_f64(),
+    });
+    let report = loco::report(&records, &names, primary, meta);
+    std::fs::create_dir_all(&args.out)?;
+    let stem = args.out.join(format!("policy-loco-{}", args.name));
+    std::fs::write(
+        stem.with_extension("json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    let md = loco::report::markdown(
+        &format!("Leave-one-class-out evaluation ({})", args.name),
+        &report,
+        &names,
+    );
+    std::fs::write(stem.with_extension("md"), &md)?;
+    println!(
+        "{md}\nwrote {}.json and .md in {:.0} s",
+        stem.display(),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

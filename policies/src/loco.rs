@@ -1,0 +1,210 @@
+//! Leave-one-class-out evaluation (feature `train`): every structure class
+//! of a dataset judged by a policy trained without it.
+//!
+//! Per class `c`: a policy is trained on every record of the other classes
+//! ([`crate::train::train`] with `holdout_classes = [c]`), then, on each
+//! record of `c`, as fractions of the record's oracle (the best correct
+//! measured GB/s within the policy space, as training rewards it):
+//!
+//! - zero-shot: the no-GPU pick under each [`PickRule`] compared;
+//! - template: [`crate::template_rule`];
+//! - first 16: the best of the policy's first 16 proposals the matrix can run.
+//!
+//! A pick the dataset did not measure, or measured incorrect, counts 0 and
+//! is counted in `unmeasured`. Records are split into small and large by
+//! their compulsory bytes against [`LARGE_BYTES`] (the H200's 60 MB L2).
+
+use crate::dataset::{Dataset, MatrixRecord};
+use crate::net::{LearnedPolicy, policy_space};
+use crate::pick::PickRule;
+use crate::train::{Prepared, TrainConfig, TrainError, prepare_all, train};
+use crate::{Policy, template_rule};
+use serde::{Deserialize, Serialize};
+use sparserl_rt::{Features, ValueType, Variant};
+use std::collections::BTreeMap;
+
+/// Compulsory bytes above which a record counts as large (60 MB, the L2
+/// cache of an H200).
+pub const LARGE_BYTES: f64 = 60e6;
+
+/// Classes of the committed datasets whose records are generated (those
+/// datasets predate [`MatrixRecord::provenance`]): the synthetic families
+/// of `xtask collect`'s training and large corpora and of the benchmark's
+/// large suite. Every other class there is of real matrices.
+pub const GENERATED_CLASSES: [&str; 8] = [
+    "stencil",
+    "banded",
+    "power-law",
+    "uniform",
+    "block",
+    "short-rows",
+    "long-rows",
+    "skewed",
+];
+
+/// Candidates of the first-k column.
+pub const FIRST_K: usize = 16;
+
+/// One held-out record under one fold.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LocoRecord {
+    /// Matrix name.
+    pub matrix: String,
+    /// Structure class (the fold's).
+    pub class: String,
+    /// Value type.
+    pub value: ValueType,
+    /// `small` or `large` (see [`LARGE_BYTES`]).
+    pub size: String,
+    /// Whether the matrix is real (not generated).
+    pub real: bool,
+    /// Training seed of the fold.
+    pub seed: u64,
+    /// Zero-shot pick per rule name: (variant id, fraction of the oracle).
+    pub zero_shot: BTreeMap<String, (String, f64)>,
+    /// Rules whose pick the dataset did not measure correct.
+    pub unmeasured: Vec<String>,
+    /// Template rule's fraction of the oracle.
+    pub template: f64,
+    /// Best of the first [`FIRST_K`] runnable proposals, fraction of the oracle.
+    pub first16: f64,
+}
+
+/// Whether a record's matrix is real: by its provenance, else by
+/// [`GENERATED_CLASSES`].
+pub fn is_real(rec: &MatrixRecord) -> bool {
+    match &rec.provenance {
+        Some(p) => !p.is_generated(),
+        None => !GENERATED_CLASSES.contains(&rec.class.as_str()),
+    }
+}
+
+/// Compulsory bytes of one SpMV from a feature vector ([`Features::NAMES`]
+/// order): values and 32-bit column indices, row pointers, `x` and `y`.
+pub fn compulsory_bytes(features: &[f64], value: ValueType) -> f64 {
+    let f = Features::from_slice(features);
+    let vs = match value {
+        ValueType::F32 => 4.0,
+        ValueType::F64 => 8.0,
+    };
+    f.nnz * (4.0 + vs) + (f.rows + 1.0) * 4.0 + (f.cols + f.rows) * vs
+}
+
+/// Measured fraction of the oracle of `v` on `r` (`None`: not measured;
+/// an incorrect measurement is 0).
+fn fraction(r: &Prepared, v: &Variant) -> Option<f64> {
+    let j = policy_space().iter().position(|x| x == v)?;
+    r.measured[j].map(|m| m.max(0.0))
+}
+
+/// Evaluates `policy` on one prepared record.
+fn eval_record(
+    policy: &LearnedPolicy,
+    r: &Prepared,
+    rec: &MatrixRecord,
+    rules: &[(String, PickRule)],
+    seed: u64,
+) -> LocoRecord {
+    let f = Features::from_slice(&r.features);
+    let runnable = |v: &Variant| !r.cannot_run.contains(&v.strategy);
+    let mut zero_shot = BTreeMap::new();
+    let mut unmeasured = Vec::new();
+    for (name, rule) in rules {
+        let pick = policy.pick_with(&f, r.value, rule, &runnable);
+        let frac = pick.and_then(|p| fraction(r, &p.variant));
+        if frac.is_none_or(|x| x <= 0.0) {
+            unmeasured.push(name.clone());
+        }
+        let id = pick.map(|p| p.variant.id()).unwrap_or_default();
+        zero_shot.insert(name.clone(), (id, frac.unwrap_or(0.0)));
+    }
+    let first16 = policy
+        .propose(&f, r.value, policy_space().len())
+        .into_iter()
+        .filter(|p| runnable(&p.variant))
+        .take(FIRST_K)
+        .filter_map(|p| fraction(r, &p.variant))
+        .fold(0.0, f64::max);
+    let large = compulsory_bytes(&r.features, r.value) > LARGE_BYTES;
+    LocoRecord {
+        matrix: r.name.clone(),
+        class: r.class.clone(),
+        value: r.value,
+        size: if large { "large" } else { "small" }.into(),
+        real: is_real(rec),
+        seed,
+        zero_shot,
+        unmeasured,
+        template: fraction(r, &template_rule(&f)).unwrap_or(0.0),
+        first16,
+    }
+}
+
+/// Trains without `class` and evaluates that class's records.
+pub fn fold(
+    ds: &Dataset,
+    class: &str,
+    base: &TrainConfig,
+    rules: &[(String, PickRule)],
+) -> Result<Vec<LocoRecord>, TrainError> {
+    let cfg = TrainConfig {
+        holdout_names: Vec::new(),
+        holdout_classes: vec![class.to_string()],
+        ..base.clone()
+    };
+    let out = train(ds, &cfg, |_| {})?;
+    let policy = LearnedPolicy::new(out.file)
+        .map_err(|e| TrainError::Data(format!("fold {class}: export does not load: {e}")))?;
+    let recs: BTreeMap<(String, ValueType), &MatrixRecord> = ds
+        .matrices
+        .iter()
+        .map(|m| ((m.name.clone(), m.value), m))
+        .collect();
+    Ok(prepare_all(ds)
+        .iter()
+        .filter(|r| r.class == class)
+        .filter_map(|r| {
+            let rec = recs.get(&(r.name.clone(), r.value))?;
+            Some(eval_record(&policy, r, rec, rules, cfg.seed))
+        })
+        .collect())
+}
+
+/// Classes of a dataset with at least one record training can use, sorted.
+pub fn classes(ds: &Dataset) -> Vec<String> {
+    let mut c: Vec<String> = prepare_all(ds).into_iter().map(|r| r.class).collect();
+    c.sort();
+    c.dedup();
+    c
+}
+
+pub mod report;
+
+/// The whole report: description, summary (the `primary` rule's headline
+/// numbers at the top level, every rule's under `by_rule`), the class list,
+/// per-class rows and every record.
+pub fn report(
+    records: &[LocoRecord],
+    rules: &[String],
+    primary: &str,
+    meta: serde_json::Value,
+) -> serde_json::Value {
+    let mut summary = report::rule_summary(records, primary);
+    let by_rule: serde_json::Map<String, serde_json::Value> = rules
+        .iter()
+        .map(|r| (r.clone(), report::rule_summary(records, r)))
+        .collect();
+    summary["rule"] = primary.into();
+    summary["by_rule"] = by_rule.into();
+    let mut class_list: Vec<&str> = records.iter().map(|r| r.class.as_str()).collect();
+    class_list.sort();
+    class_list.dedup();
+    serde_json::json!({
+        "description": "Leave-one-class-out: each structure class judged by a policy trained without it, on the committed measurements (fractions of each record's oracle within the policy space; a pick the dataset did not measure correct counts 0).",
+        "meta": meta,
+        "summary": summary,
+        "class_list": class_list,
+        "classes": report::class_rows(records, rules),
+        "records": records,
+    })
+}
