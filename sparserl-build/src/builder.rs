@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use thiserror::Error;
 
+mod objective;
 mod spmm;
 
 pub use spmm::spmm_candidates;
@@ -702,7 +703,9 @@ impl Builder {
         let mut predicted = None;
         let mut measured_gbs = None;
         let mut tuned_on = None;
+        let mut objective = None;
         let (variant, provenance, note) = if let Some(l) = locked {
+            objective = l.objective.clone();
             measured_gbs = Some(l.gbs);
             tuned_on = Some(l.gpu.clone());
             (
@@ -743,6 +746,8 @@ impl Builder {
                             kernel: decl.name.clone(),
                             source,
                         })?;
+                    let mut out = out;
+                    objective = self.apply_objective(g, decl, &matrices, &mut out)?;
                     let pct = 100.0 * out.gbs / g.copy_gbs();
                     let fused = crate::gpu::measured_epilogue(&decl.epilogues)
                         .map(|e| format!(" (measured with its fused `{e}` epilogue)"))
@@ -878,6 +883,7 @@ impl Builder {
             sample_features: feats.iter().map(|f| f.to_vec().to_vec()).collect(),
             trials,
             checked_on: None,
+            objective,
         })
     }
 
