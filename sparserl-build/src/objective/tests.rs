@@ -135,3 +135,84 @@ fn objectives_serialize_as_written() {
     assert!(!time_only.needs_energy() && !time_only.is_time());
     assert_eq!(time_only.label(), "time=1,energy=0");
 }
+
+fn record() -> ObjectiveRecord {
+    ObjectiveRecord {
+        objective: "energy".into(),
+        time_pick: "a".into(),
+        chosen: "b".into(),
+        noise: Some(0.02),
+        energy_saved_pct: Some(12.5),
+        time_lost_pct: Some(3.0),
+        extra_seconds: 2.1,
+        fallback: None,
+        finalists: vec![
+            FinalistRecord {
+                variant: "a".into(),
+                search_gbs: 3000.0,
+                seconds_per_call: Some(1.0e-5),
+                joules_per_call: Some(4.0e-3),
+                spread: Some(0.02),
+                avg_power_w: Some(400.0),
+                pareto: true,
+                chosen: false,
+                error: None,
+            },
+            FinalistRecord {
+                variant: "b".into(),
+                search_gbs: 2900.0,
+                seconds_per_call: Some(1.03e-5),
+                joules_per_call: Some(3.5e-3),
+                spread: Some(0.01),
+                avg_power_w: Some(340.0),
+                pareto: true,
+                chosen: true,
+                error: None,
+            },
+            FinalistRecord {
+                variant: "c".into(),
+                search_gbs: 2000.0,
+                error: Some("check failed".into()),
+                ..FinalistRecord::default()
+            },
+        ],
+    }
+}
+
+#[test]
+fn lock_entries_keep_the_record_and_old_ones_still_parse() {
+    // The example's committed lock file, written before objectives existed.
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../example-app");
+    let old = std::fs::read_to_string(committed.join(crate::LOCK_FILE)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(crate::LOCK_FILE), &old).unwrap();
+    let mut lock = crate::LockFile::read(dir.path()).unwrap().unwrap();
+    assert!(!lock.kernel.is_empty());
+    assert!(lock.kernel.iter().all(|k| k.objective.is_none()));
+    lock.kernel[0].objective = Some(record());
+    lock.write(dir.path()).unwrap();
+    let text = std::fs::read_to_string(dir.path().join(crate::LOCK_FILE)).unwrap();
+    assert!(text.contains("[kernel.objective]"), "{text}");
+    assert!(text.contains("[[kernel.objective.finalists]]"), "{text}");
+    assert!(text.contains("joules-per-call = 0.0035"), "{text}");
+    let back = crate::LockFile::read(dir.path()).unwrap().unwrap();
+    assert_eq!(back.kernel[0].objective, Some(record()));
+    // Without a record the file is what it was.
+    lock.kernel[0].objective = None;
+    lock.write(dir.path()).unwrap();
+    let text = std::fs::read_to_string(dir.path().join(crate::LOCK_FILE)).unwrap();
+    assert!(!text.contains("objective"), "{text}");
+    assert_eq!(text, old);
+}
+
+#[test]
+fn records_roundtrip_through_json_without_unmeasured_fields() {
+    let r = record();
+    assert!(r.chosen_finalist().is_some_and(|f| f.variant == "b"));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["finalists"][2]["error"], "check failed");
+    assert!(json["finalists"][2].get("joules-per-call").is_none());
+    let back: ObjectiveRecord = serde_json::from_value(json).unwrap();
+    assert_eq!(back, r);
+    assert!(record().summary().contains("chose b over the time pick a"));
+}
