@@ -145,12 +145,12 @@ pub fn open_or_fallback<M>(
     objective: &Objective,
     out: &TuneOutcome,
     notice: &mut dyn FnMut(&str),
-) -> Result<M, ObjectiveChoice> {
+) -> Result<M, Box<ObjectiveChoice>> {
     opened.map_err(|why| {
         if let Some(msg) = unavailable_notice(&why) {
             notice(&msg);
         }
-        energy::fallback(objective, out, why)
+        Box::new(energy::fallback(objective, out, why))
     })
 }
 
@@ -178,7 +178,7 @@ pub fn apply_objective(
     let opened = EnergyMeter::new(tuner.gpu()).map_err(|e| e.to_string());
     let meter = match open_or_fallback(opened, objective, out, notice) {
         Ok(m) => m,
-        Err(time_pick) => return Ok(time_pick),
+        Err(time_pick) => return Ok(*time_pick),
     };
     let gpu = tuner.gpu();
     match value {

@@ -35,12 +35,10 @@ impl EnergyMeter {
             let poller = s.spawn(|| self.poll_until(&stop, t0));
             let work = run_for(run, t0, busy_s);
             stop.store(true, Ordering::Relaxed);
-            let rec = poller.join().unwrap_or_else(|_| {
-                Err(EnergyError::TooFewUpdates {
-                    changes: 0,
-                    seconds: busy_s,
-                })
-            });
+            // The poller only reads NVML: a panic there is a bug, re-raised.
+            let rec = poller
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
             (rec, work)
         });
         let (rec, done) = (rec?, done?);
