@@ -528,7 +528,11 @@ impl Builder {
                     l.gbs
                 ),
                 (None, Mode::Off, _) => "fallback".to_string(),
-                (None, Mode::Full, Some(g)) => format!("measured:{}:{budget}", g.name()),
+                (None, Mode::Full, Some(g)) => format!(
+                    "measured:{}:{budget}{}",
+                    g.name(),
+                    objective::key_suffix(decl)
+                ),
                 _ => format!("policy:{policy_version}"),
             };
             let mut key = KeyBuilder::new();
