@@ -12,7 +12,7 @@ use sparserl_rt::spmm::{SpmmStrategy, SpmmVariant, spmm_space};
 use sparserl_rt::{Features, ValueType};
 
 /// Version of the SpMM prior (part of SpMM cache keys).
-pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-1";
+pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-2";
 
 /// Lanes an H200-class GPU keeps busy at once (132 SMs x 2048 threads).
 const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
@@ -68,7 +68,11 @@ pub fn spmm_prior_for(
 ///   (x 0.9).
 ///
 /// The critical path: row-warp `max_row coarsen`, col-tile
-/// `ceil(max_row / g) tile`, nnz-split `items coarsen + log2(rows) / 8`.
+/// `ceil(max_row / g) tile`, nnz-split the sum of
+/// `32 items coarsen / min(unroll, g)`, `2 min(32 items / m, 32 items)` and
+/// `log2(rows) / (5 if g = 32 else 1)` (the range walked one nonzero at a time with that many loads in flight,
+/// a dependent row-pointer load per row boundary, the first row's search).
+///
 /// Knobs: `__ldg` (x 1 / 0.97), block 256 (x 1, 128 / 512 x 0.99, else
 /// 0.98), unroll 4 on rows of 8+ nonzeros (x 1.01).
 pub fn spmm_prior_score(
@@ -106,9 +110,17 @@ pub fn spmm_prior_score(
         SpmmStrategy::NnzSplit => {
             let items = f64::from(v.items);
             let atomics = 1.0 / (1.0 + 0.3 * (m / (32.0 * items)).min(4.0));
+            // A stream's lanes walk the range's 32 items nonzeros one at a
+            // time (coarsen loads each), min(unroll, g) loads in flight; each
+            // row boundary inside the range is a dependent load of the row
+            // pointers (2 steps); finding the first row is a binary search
+            // (a 32-way warp search for whole-warp streams).
+            let range = 32.0 * items;
+            let in_flight = f64::from(v.unroll.min(v.group).max(1));
+            let search = f.rows.max(2.0).log2() / if v.group == 32 { 5.0 } else { 1.0 };
             (
                 0.85 * atomics * 0.9,
-                items * f64::from(v.coarsen) + f.rows.max(2.0).log2() / 8.0,
+                range * f64::from(v.coarsen) / in_flight + 2.0 * (range / m).min(range) + search,
             )
         }
     };

@@ -20,21 +20,40 @@
 #define SPARSERL_SPMM_COL_TILE_BODY
 
 template <bool FULL>
-__device__ __forceinline__ void spmm_ct_fma(SPMM_ACC* acc, const T* __restrict__ x, int ldx, int c,
+__device__ __forceinline__ void spmm_ct_fma(T* blk, const T* __restrict__ x, int ldx, int c,
                                             T v, int c0, int n) {
 #pragma unroll
     for (int q = 0; q < TILE_K; ++q) {
         if (FULL || c0 + q < n) {
-            acc[q] += (SPMM_ACC)v * (SPMM_ACC)spmm_load_x(x + spmm_at(c, c0 + q, ldx));
+            blk[q] += v * spmm_load_x(x + spmm_at(c, c0 + q, ldx));
         }
     }
 }
 
+// acc += blk, then blk = 0 (TILE_K each).
+__device__ __forceinline__ void spmm_ct_blk_add(SPMM_ACC* acc, T* blk) {
+#pragma unroll
+    for (int q = 0; q < TILE_K; ++q) {
+        acc[q] += (SPMM_ACC)blk[q];
+        blk[q] = (T)0;
+    }
+}
+
+// The lane's nonzeros k, k + GROUP, .. < end of a row into acc: their
+// products summed in T, the block sum added into the double accumulators
+// whenever it holds SPMM_BLOCK_TERMS products or the next batch would pass
+// that (so a block never holds more), and at the end.
 template <bool FULL>
 __device__ __forceinline__ void spmm_ct_row(SPMM_ACC* acc, const int* __restrict__ indices,
                                             const T* __restrict__ values, const T* __restrict__ x,
                                             int ldx, int k, int end, int c0, int n) {
     constexpr int U = UNROLL;
+    T blk[TILE_K];
+#pragma unroll
+    for (int q = 0; q < TILE_K; ++q) {
+        blk[q] = (T)0;
+    }
+    int terms = 0;
     for (; k + (U - 1) * GROUP < end; k += U * GROUP) {
         int c[U];
         T v[U];
@@ -45,12 +64,22 @@ __device__ __forceinline__ void spmm_ct_row(SPMM_ACC* acc, const int* __restrict
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            spmm_ct_fma<FULL>(acc, x, ldx, c[u], v[u], c0, n);
+            spmm_ct_fma<FULL>(blk, x, ldx, c[u], v[u], c0, n);
+        }
+        terms += U;
+        if (terms > SPMM_BLOCK_TERMS - U) {
+            spmm_ct_blk_add(acc, blk);
+            terms = 0;
         }
     }
     for (; k < end; k += GROUP) {
-        spmm_ct_fma<FULL>(acc, x, ldx, indices[k], values[k], c0, n);
+        spmm_ct_fma<FULL>(blk, x, ldx, indices[k], values[k], c0, n);
+        if (++terms == SPMM_BLOCK_TERMS) {
+            spmm_ct_blk_add(acc, blk);
+            terms = 0;
+        }
     }
+    spmm_ct_blk_add(acc, blk);
 }
 
 template <int N_CT, int EPI>

@@ -1,13 +1,20 @@
-// ---- spmm_nnz_split.cu: CSR SpMM, nonzero-balanced warps over column chunks ----
+// ---- spmm_nnz_split.cu: CSR SpMM, nonzero-balanced streams over column chunks ----
 //
 // A work item is one range of W = 32 * ITEMS consecutive nonzeros and one
-// chunk of 32 * V * COARSEN columns; items are spread over warps with a
-// grid-stride loop, so a hub row of a power-law graph is shared by many
-// warps instead of serialising one. The warp finds the row of its first
-// nonzero with a warp-cooperative 32-way search, then walks the range 32
-// nonzeros at a time: one coalesced (column, value) load per lane,
-// broadcast by shuffles, each lane accumulating its V x COARSEN columns.
-// Row changes are uniform across the warp. A row that lies wholly inside
+// chunk of GROUP * V * COARSEN columns; items are spread over streams of
+// GROUP lanes (32 / GROUP streams per warp: narrow widths keep every lane
+// busy) with a grid-stride loop, so a hub row of a power-law graph is
+// shared by many streams instead of serialising one. The stream finds the
+// row of its first nonzero (GROUP == 32: a warp-cooperative 32-way search;
+// else each lane's binary search, the same probes across the stream), then
+// walks the range GROUP nonzeros at a time: one coalesced (column, value)
+// load per lane, broadcast by shuffles within the stream, each lane
+// accumulating its V x COARSEN columns (slice q at q * GROUP * V + lane * V);
+// min(UNROLL, GROUP) broadcast nonzeros have their X rows loaded before any
+// is accumulated (that many gathers in flight per lane). Row changes are
+// uniform across the stream. The range W does not depend
+// on GROUP, so which rows are split (and the passes) does not either. A
+// row that lies wholly inside
 // the range is written with its final value; a row cut at a range edge
 // ("split": indptr[r] / W != (indptr[r+1] - 1) / W) gets alpha times the
 // range's partial added with atomics.
@@ -29,37 +36,49 @@
 
 #define SPMM_RANGE (32 * ITEMS)
 
+// Nonzeros whose X rows a stream loads before using any: UNROLL, at most GROUP.
+#define SPMM_NS_PF (UNROLL < GROUP ? UNROLL : GROUP)
+
 // Whether row [s, e) (non-empty) is cut between ranges.
 __device__ __forceinline__ bool spmm_split_row(int s, int e) {
     return s / SPMM_RANGE != (e - 1) / SPMM_RANGE;
 }
 
+// The lane's columns of X row cc into xv (columns past n: 0, never used).
 template <int V>
-__device__ __forceinline__ void spmm_ns_fma(SPMM_ACC (*acc)[V], const T* __restrict__ x, int ldx,
-                                            int cc, T vv, int col0, int n) {
+__device__ __forceinline__ void spmm_ns_load(T (*xv)[V], const T* __restrict__ x, int ldx, int cc,
+                                             int col0, int n) {
 #pragma unroll
     for (int q = 0; q < COARSEN; ++q) {
-        const int col = col0 + q * 32 * V;
+        const int col = col0 + q * GROUP * V;
         if (col + V <= n) {
-            T xv[V];
 #if SPMM_LAYOUT == 0
-            spmm_load_vec<V>(x + spmm_at(cc, col, ldx), xv);
+            spmm_load_vec<V>(x + spmm_at(cc, col, ldx), xv[q]);
 #else
 #pragma unroll
             for (int e = 0; e < V; ++e) {
-                xv[e] = spmm_load_x(x + spmm_at(cc, col + e, ldx));
+                xv[q][e] = spmm_load_x(x + spmm_at(cc, col + e, ldx));
             }
 #endif
-#pragma unroll
-            for (int e = 0; e < V; ++e) {
-                acc[q][e] += (SPMM_ACC)vv * (SPMM_ACC)xv[e];
-            }
         } else {
 #pragma unroll
             for (int e = 0; e < V; ++e) {
-                if (col + e < n) {
-                    acc[q][e] += (SPMM_ACC)vv * (SPMM_ACC)spmm_load_x(x + spmm_at(cc, col + e, ldx));
-                }
+                xv[q][e] = col + e < n ? spmm_load_x(x + spmm_at(cc, col + e, ldx)) : (T)0;
+            }
+        }
+    }
+}
+
+// The products of one broadcast nonzero (value vv, its X row loaded into
+// xv) into the block sums blk (in T); columns past n are skipped.
+template <int V>
+__device__ __forceinline__ void spmm_ns_acc(T (*blk)[V], const T (*xv)[V], T vv, int col0, int n) {
+#pragma unroll
+    for (int q = 0; q < COARSEN; ++q) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+            if (col0 + q * GROUP * V + e < n) {
+                blk[q][e] += vv * xv[q][e];
             }
         }
     }
@@ -72,7 +91,7 @@ __device__ __forceinline__ void spmm_ns_flush(SPMM_ACC (*acc)[V], T* __restrict_
                                               const T* __restrict__ bias) {
 #pragma unroll
     for (int q = 0; q < COARSEN; ++q) {
-        const int col = col0 + q * 32 * V;
+        const int col = col0 + q * GROUP * V;
         if (whole && col + V <= n && SPMM_LAYOUT == 0) {
             spmm_store_vec<EPI, V>(y, spmm_at(row, col, ldy), acc[q], alpha, beta, bias, col);
         } else {
@@ -95,6 +114,26 @@ __device__ __forceinline__ void spmm_ns_flush(SPMM_ACC (*acc)[V], T* __restrict_
     }
 }
 
+// The last row r in [0, rows - 1] with indptr[r] <= k, for a stream (every
+// lane of it calls with the same k). Requires indptr[0] <= k.
+__device__ __forceinline__ int spmm_stream_row_of(const int* __restrict__ indptr, int rows, int k,
+                                                  unsigned lane) {
+    if constexpr (GROUP == 32) {
+        return spmm_warp_row_in(indptr, 0, rows - 1, k, lane);
+    }
+    int lo = 0;
+    int hi = rows - 1;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo + 1) / 2;
+        if (indptr[mid] <= k) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return lo;
+}
+
 template <int N_CT, int EPI, int V>
 __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, const int n_rt,
                                                const int* __restrict__ indptr,
@@ -104,48 +143,80 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
                                                T* __restrict__ y, const int ldy, const T alpha,
                                                const T beta, const T* __restrict__ bias) {
     const int n = N_CT > 0 ? N_CT : n_rt;
-    constexpr int CHUNK = 32 * V * COARSEN;
+    constexpr int CHUNK = GROUP * V * COARSEN;
     const long long chunks = ((long long)n + CHUNK - 1) / CHUNK;
     const long long ranges = ((long long)nnz + SPMM_RANGE - 1) / SPMM_RANGE;
     const long long work = ranges * chunks;
-    const unsigned lane = threadIdx.x & 31u;
-    const long long stride = (long long)gridDim.x * (BLOCK / 32);
-    for (long long w = ((long long)blockIdx.x * BLOCK + threadIdx.x) / 32; w < work; w += stride) {
+    const long long tid = (long long)blockIdx.x * BLOCK + threadIdx.x;
+    const unsigned lane = (unsigned)(tid & (GROUP - 1));
+    const unsigned mask = spmm_group_mask<GROUP>();
+    const long long stride = (long long)gridDim.x * (BLOCK / GROUP);
+    // The loop condition and the walk are uniform across a stream (same w).
+    for (long long w = tid / GROUP; w < work; w += stride) {
         const int kb = (int)(w / chunks) * SPMM_RANGE;
         const int ke = nnz - kb < SPMM_RANGE ? nnz : kb + SPMM_RANGE;
         const int col0 = (int)(w % chunks) * CHUNK + (int)lane * V;
-        int row = spmm_warp_row_in(indptr, 0, rows - 1, kb, lane);
+        int row = spmm_stream_row_of(indptr, rows, kb, lane);
         int rs = indptr[row];
         int re = indptr[row + 1];
         SPMM_ACC acc[COARSEN][V];
+        T blk[COARSEN][V];
 #pragma unroll
         for (int q = 0; q < COARSEN; ++q) {
 #pragma unroll
             for (int e = 0; e < V; ++e) {
                 acc[q][e] = (SPMM_ACC)0;
+                blk[q][e] = (T)0;
             }
         }
-        for (int base = kb; base < ke; base += 32) {
+        // A block is SPMM_BLOCK_TERMS / GROUP steps (fewer at a row change).
+        int steps = 0;
+        for (int base = kb; base < ke; base += GROUP) {
             const int k = base + (int)lane;
             const int mc = k < ke ? indices[k] : 0;
             const T mv = k < ke ? values[k] : (T)0;
-            const int cnt = ke - base < 32 ? ke - base : 32;
-#pragma unroll UNROLL
-            for (int t = 0; t < cnt; ++t) {
-                if (base + t >= re) {
-                    spmm_ns_flush<EPI, V>(acc, y, ldy, row, rs >= kb && re <= ke, col0, n, alpha,
-                                          beta, bias);
-                    // Skip empty rows (the pre-pass wrote them); base + t < nnz bounds the walk.
-                    do {
-                        ++row;
-                        rs = re;
-                        re = indptr[row + 1];
-                    } while (base + t >= re);
+            const int cnt = ke - base < GROUP ? ke - base : GROUP;
+            // PF nonzeros at a time: their X rows are all loaded before any
+            // is used (PF gathers in flight per lane), then accumulated in
+            // order, with the row changes between them.
+            for (int t0 = 0; t0 < cnt; t0 += SPMM_NS_PF) {
+                T xv[SPMM_NS_PF][COARSEN][V];
+                T vv[SPMM_NS_PF];
+#pragma unroll
+                for (int u = 0; u < SPMM_NS_PF; ++u) {
+                    // t0 + u < GROUP: PF divides GROUP and t0 < cnt <= GROUP.
+                    const int cc = spmm_bcast<GROUP>(mc, t0 + u, mask);
+                    vv[u] = spmm_bcast<GROUP>(mv, t0 + u, mask);
+                    if (t0 + u < cnt) {
+                        spmm_ns_load<V>(xv[u], x, ldx, cc, col0, n);
+                    }
                 }
-                spmm_ns_fma<V>(acc, x, ldx, __shfl_sync(SPMM_FULL_MASK, mc, t),
-                               __shfl_sync(SPMM_FULL_MASK, mv, t), col0, n);
+#pragma unroll
+                for (int u = 0; u < SPMM_NS_PF; ++u) {
+                    const int t = t0 + u;
+                    if (t >= cnt) {
+                        break;
+                    }
+                    if (base + t >= re) {
+                        spmm_blk_add<COARSEN, V>(acc, blk);
+                        spmm_ns_flush<EPI, V>(acc, y, ldy, row, rs >= kb && re <= ke, col0, n,
+                                              alpha, beta, bias);
+                        // Skip empty rows (the pre-pass wrote them); base + t < nnz bounds the walk.
+                        do {
+                            ++row;
+                            rs = re;
+                            re = indptr[row + 1];
+                        } while (base + t >= re);
+                    }
+                    spmm_ns_acc<V>(blk, xv[u], vv[u], col0, n);
+                }
+            }
+            if (++steps == SPMM_BLOCK_TERMS / GROUP) {
+                spmm_blk_add<COARSEN, V>(acc, blk);
+                steps = 0;
             }
         }
+        spmm_blk_add<COARSEN, V>(acc, blk);
         spmm_ns_flush<EPI, V>(acc, y, ldy, row, rs >= kb && re <= ke, col0, n, alpha, beta, bias);
     }
 }

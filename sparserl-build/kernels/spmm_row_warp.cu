@@ -17,9 +17,10 @@
 #ifndef SPARSERL_SPMM_ROW_WARP_BODY
 #define SPARSERL_SPMM_ROW_WARP_BODY
 
-// The products of one broadcast nonzero (column cc, value vv) into acc.
+// The products of one broadcast nonzero (column cc, value vv) into the
+// block sums blk (in T; added into the double accumulators once per step).
 template <int V>
-__device__ __forceinline__ void spmm_rw_fma(SPMM_ACC (*acc)[V], const T* __restrict__ x, int ldx,
+__device__ __forceinline__ void spmm_rw_fma(T (*blk)[V], const T* __restrict__ x, int ldx,
                                             int cc, T vv, int col0, int n) {
 #pragma unroll
     for (int q = 0; q < COARSEN; ++q) {
@@ -36,13 +37,13 @@ __device__ __forceinline__ void spmm_rw_fma(SPMM_ACC (*acc)[V], const T* __restr
 #endif
 #pragma unroll
             for (int e = 0; e < V; ++e) {
-                acc[q][e] += (SPMM_ACC)vv * (SPMM_ACC)xv[e];
+                blk[q][e] += vv * xv[e];
             }
         } else {
 #pragma unroll
             for (int e = 0; e < V; ++e) {
                 if (col + e < n) {
-                    acc[q][e] += (SPMM_ACC)vv * (SPMM_ACC)spmm_load_x(x + spmm_at(cc, col + e, ldx));
+                    blk[q][e] += vv * spmm_load_x(x + spmm_at(cc, col + e, ldx));
                 }
             }
         }
@@ -72,22 +73,32 @@ __device__ __forceinline__ void spmm_row_warp(const int rows, const int n_rt,
         const int start = indptr[row];
         const int end = indptr[row + 1];
         SPMM_ACC acc[COARSEN][V];
+        T blk[COARSEN][V];
 #pragma unroll
         for (int q = 0; q < COARSEN; ++q) {
 #pragma unroll
             for (int e = 0; e < V; ++e) {
                 acc[q][e] = (SPMM_ACC)0;
+                blk[q][e] = (T)0;
             }
         }
         int base = start;
         // Whole steps of GROUP nonzeros: a fixed trip count, unrolled UNROLL.
+        // A block is SPMM_BLOCK_TERMS / GROUP steps (GROUP <= 32 products per
+        // column and step); the tail joins the last, unfinished block, which
+        // then still holds fewer than SPMM_BLOCK_TERMS products.
+        int steps = 0;
         for (; base + GROUP <= end; base += GROUP) {
             const int mc = indices[base + lane];
             const T mv = values[base + lane];
 #pragma unroll UNROLL
             for (int t = 0; t < GROUP; ++t) {
-                spmm_rw_fma<V>(acc, x, ldx, spmm_bcast<GROUP>(mc, t, mask),
+                spmm_rw_fma<V>(blk, x, ldx, spmm_bcast<GROUP>(mc, t, mask),
                                spmm_bcast<GROUP>(mv, t, mask), col0, n);
+            }
+            if (++steps == SPMM_BLOCK_TERMS / GROUP) {
+                spmm_blk_add<COARSEN, V>(acc, blk);
+                steps = 0;
             }
         }
         if (base < end) {
@@ -97,10 +108,11 @@ __device__ __forceinline__ void spmm_row_warp(const int rows, const int n_rt,
             const int cnt = end - base;
 #pragma unroll 1
             for (int t = 0; t < cnt; ++t) {
-                spmm_rw_fma<V>(acc, x, ldx, spmm_bcast<GROUP>(mc, t, mask),
+                spmm_rw_fma<V>(blk, x, ldx, spmm_bcast<GROUP>(mc, t, mask),
                                spmm_bcast<GROUP>(mv, t, mask), col0, n);
             }
         }
+        spmm_blk_add<COARSEN, V>(acc, blk);
 #pragma unroll
         for (int q = 0; q < COARSEN; ++q) {
             const int col = col0 + q * GROUP * V;

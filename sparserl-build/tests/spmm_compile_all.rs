@@ -1,8 +1,10 @@
-//! Every point of `spmm_space` at N = 64 and a deterministic sample of it at
-//! N in {1, 3, 16, 257} (all of them with `SPARSERL_SPMM_COMPILE_ALL=1`), both
-//! layouts and value types, generated with its compile-time width, the generic width
-//! and the `bias-relu` entries, compiles with NVRTC (a failure fails the
-//! test); a third of the N = 64 units (all units with `SPARSERL_SPMM_PTXAS_ALL=1`) are
+//! Every code path of `spmm_space` (strategy, whole-warp or narrow group,
+//! vector width, unroll or not) for both layouts, at the first of N in
+//! {1, 3, 16, 64, 257} that has it, the value types alternating (the whole
+//! space at every width for both types with `SPARSERL_SPMM_COMPILE_ALL=1`),
+//! generated with its compile-time width, the generic width and the
+//! `bias-relu` entries, compiles with NVRTC (a failure fails the test); each
+//! unit (in the full run: the first of each path; all units with `SPARSERL_SPMM_PTXAS_ALL=1`) is
 //! assembled by ptxas for sm_80 and sm_90 and every entry that spills is
 //! listed and counted (a failure only with `SPARSERL_SPMM_NO_SPILLS=1`: some
 //! row-warp / nnz-split / col-tile entries still spill a few bytes). Prints
@@ -20,8 +22,6 @@ use std::sync::Mutex;
 
 const WIDTHS: [usize; 5] = [1, 3, 16, 64, 257];
 const SASS: [&str; 2] = ["sm_80", "sm_90"];
-/// Outside N = 64, every SAMPLE-th point of the space is compiled by default.
-const SAMPLE: usize = 5;
 
 /// Why a unit failed: it did not compile, or an entry spilled.
 enum Failure {
@@ -72,25 +72,29 @@ fn every_spmm_variant_compiles_without_spills() {
     let ptxas_all = std::env::var("SPARSERL_SPMM_PTXAS_ALL").is_ok_and(|v| v == "1");
     let all = std::env::var("SPARSERL_SPMM_COMPILE_ALL").is_ok_and(|v| v == "1");
     let mut jobs = Vec::new();
+    // By default each code path (strategy, whole-warp or narrow group,
+    // vector width, unroll or not, layout) is compiled once, at the first
+    // width of WIDTHS whose space has it (so the tail cases of N = 1 and 3
+    // come first), the value types alternating between paths, and ptxas
+    // assembles each of them; `SPARSERL_SPMM_COMPILE_ALL=1` compiles the
+    // whole space at every width for both value types (the GPU check
+    // compiles all of it again on the device).
+    let mut seen = std::collections::HashSet::new();
     for n in WIDTHS {
         for layout in DenseLayout::ALL {
-            let space = spmm_space(n, layout);
-            for (i, v) in space.iter().enumerate() {
-                // By default every point at N = 64 and, at the other widths, a
-                // deterministic sample of every SAMPLE-th point (the first and
-                // last always): each family, template path and tail case is
-                // still compiled, in minutes rather than the better part of an
-                // hour; `SPARSERL_SPMM_COMPILE_ALL=1` compiles the whole
-                // space (the GPU check compiles all of it again on the device).
-                if !all && n != 64 && i % SAMPLE != 0 && i + 1 != space.len() {
-                    continue;
-                }
-                for t in ValueType::ALL {
-                    let k = generate_spmm(v, t, layout, Some(n), &SpmmEpilogue::ALL)
+            for v in spmm_space(n, layout) {
+                let path = (v.strategy, v.group == 32, v.vec, v.unroll > 1, layout);
+                let first = seen.insert(path);
+                let types: &[ValueType] = match (all, first) {
+                    (true, _) => &ValueType::ALL,
+                    (false, false) => &[],
+                    (false, true) if seen.len() % 2 == 0 => &[ValueType::F64],
+                    (false, true) => &[ValueType::F32],
+                };
+                for &t in types {
+                    let k = generate_spmm(&v, t, layout, Some(n), &SpmmEpilogue::ALL)
                         .unwrap_or_else(|e| panic!("{e}"));
-                    // ptxas on a third of the N = 64 units by default (every unit with
-                    // `SPARSERL_SPMM_PTXAS_ALL=1`): the spill listing samples each family.
-                    let sass = ptxas_all || (n == 64 && (all || i % 3 == 0));
+                    let sass = ptxas_all || first;
                     jobs.push((format!("{} {t} {layout} N={n}", v.id()), sass, k));
                 }
             }
@@ -148,7 +152,7 @@ fn every_spmm_variant_compiles_without_spills() {
         jobs.len(),
         match (ptxas, ptxas_all) {
             (false, _) => "not found",
-            (true, false) => "sm_80+sm_90 on a third of the N = 64 units",
+            (true, false) => "sm_80+sm_90 on the first unit of each code path",
             (true, true) => "sm_80+sm_90 on every unit",
         },
         failures.len(),

@@ -97,6 +97,9 @@ pub struct Args {
     /// Skip the SpMM section.
     #[arg(long)]
     no_spmm: bool,
+    /// Widths N of the SpMM section's built-in part (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = sparserl_rt::spmm::check::CHECK_WIDTHS)]
+    spmm_widths: Vec<usize>,
     /// Internal: directory of precompiled PTX (`<entry>.ptx`) to reuse.
     #[arg(long, hide = true, value_name = "DIR")]
     ptx_dir: Option<PathBuf>,
@@ -602,7 +605,7 @@ fn fmt_err(e: f64) -> String {
 /// `gpu-check --spmm-only`: the SpMM section, then its sanitizer subset
 /// under every compute-sanitizer tool.
 fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
-    let s = spmm::run(gpu, matrices, &args.out)?;
+    let s = spmm::run(gpu, matrices, &args.spmm_widths, &args.out)?;
     let mut problems = Vec::new();
     if args.no_sanitizer {
         println!("sanitizer: not run (--no-sanitizer)");
@@ -864,7 +867,7 @@ pub fn run(args: Args) -> Result<()> {
     // SpMM: every variant and epilogue at several widths on the edge cases
     // and the real matrices: `spmm-check.json`.
     let spmm = if aborted.is_none() && !args.no_spmm {
-        Some(spmm::run(&gpu, &matrices, &args.out)?)
+        Some(spmm::run(&gpu, &matrices, &args.spmm_widths, &args.out)?)
     } else {
         None
     };

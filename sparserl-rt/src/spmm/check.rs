@@ -156,7 +156,9 @@ fn compile_units(gpu: &Gpu, generate: SpmmGenerator<'_>, widths: &[usize]) -> Ve
     })
 }
 
-/// Checks every unit of one value type on every matrix.
+/// Checks every unit of one value type on every matrix: per layout and
+/// width the benches of every matrix, then each unit's module loaded once
+/// and its entries checked on all of them.
 fn check_value<T: Scalar>(
     gpu: &Gpu,
     units: &[Unit],
@@ -168,15 +170,33 @@ fn check_value<T: Scalar>(
         x_copies: 1,
         ..MeasureOptions::default()
     };
-    for (name, csr) in matrices {
-        for layout in DenseLayout::ALL {
-            for &n in widths {
-                let bench = SpmmBench::<T>::new(gpu, csr, n, layout, &opts)?;
-                let here = units
-                    .iter()
-                    .filter(|u| u.value == T::TYPE && u.layout == layout && u.n == n);
-                for u in here {
-                    check_unit(gpu, &bench, u, name, report)?;
+    for layout in DenseLayout::ALL {
+        for &n in widths {
+            let benches = matrices
+                .iter()
+                .map(|(name, csr)| {
+                    Ok((
+                        name.as_str(),
+                        SpmmBench::<T>::new(gpu, csr, n, layout, &opts)?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, RtError>>()?;
+            let here = units
+                .iter()
+                .filter(|u| u.value == T::TYPE && u.layout == layout && u.n == n);
+            for u in here {
+                let which = unit_entries(u.n);
+                let loaded: Result<Vec<SpmmFunctions>, String> = match &u.ptx {
+                    Err(e) => Err(format!("compile: {e}")),
+                    // SAFETY: the PTX was compiled from the generator's unit for exactly
+                    // this variant, value type, layout and width, which holds these entries.
+                    Ok(ptx) => {
+                        unsafe { load_ptx_entries(gpu, ptx, &u.v, u.value, u.layout, &which) }
+                            .map_err(|e| e.to_string())
+                    }
+                };
+                for (name, bench) in &benches {
+                    check_unit(bench, u, &loaded, name, report)?;
                 }
             }
         }
@@ -190,24 +210,17 @@ fn unit_entries(n: usize) -> [(Option<usize>, Option<SpmmEpilogue>); 4] {
     [(Some(n), None), (Some(n), f), (None, None), (None, f)]
 }
 
-/// The entries of a unit on one bench.
+/// The entries of a unit (loaded from its module, in [`unit_entries`]
+/// order, for the unit's layout and value type) on one bench.
 fn check_unit<T: Scalar>(
-    gpu: &Gpu,
     bench: &SpmmBench<T>,
     u: &Unit,
+    loaded: &Result<Vec<SpmmFunctions>, String>,
     matrix: &str,
     report: &mut SpmmCheckReport,
 ) -> Result<(), RtError> {
     let tol = tolerance(T::TYPE);
-    let which = unit_entries(u.n);
-    let loaded: Result<Vec<SpmmFunctions>, String> = match &u.ptx {
-        Err(e) => Err(format!("compile: {e}")),
-        // SAFETY: the PTX was compiled from the generator's unit for exactly
-        // this variant, value type, layout and width, which holds these entries.
-        Ok(ptx) => unsafe { load_ptx_entries(gpu, ptx, &u.v, u.value, u.layout, &which) }
-            .map_err(|e| e.to_string()),
-    };
-    for (k, &(width, ep)) in which.iter().enumerate() {
+    for (k, &(width, ep)) in unit_entries(u.n).iter().enumerate() {
         let what = format!(
             "{} {} {} N={} {} {} on {matrix}",
             u.v.id(),

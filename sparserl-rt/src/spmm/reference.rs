@@ -116,8 +116,7 @@ pub fn max_row_rel_err(
         return f64::INFINITY;
     }
     let ld = layout.packed_ld(rows, n);
-    let mut worst = 0.0f64;
-    for i in 0..rows {
+    let row_err = |i: usize| {
         let (mut d, mut r, mut m) = (0.0, 0.0, 0.0);
         for j in 0..n {
             let k = layout.index(i, j, ld);
@@ -131,10 +130,38 @@ pub fn max_row_rel_err(
             (false, true) => 0.0,
             (false, false) => f64::INFINITY,
         };
-        worst = worst.max(if e.is_nan() { f64::INFINITY } else { e });
+        if e.is_nan() { f64::INFINITY } else { e }
+    };
+    let worst_of = |lo: usize, hi: usize| (lo..hi).map(row_err).fold(0.0f64, f64::max);
+    // Large results are split over threads (a check sweep compares hundreds
+    // of thousands of them); the maximum does not depend on the split.
+    let threads = if len < PARALLEL_MIN {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, |t| t.get())
+            .min(16)
+    };
+    if threads == 1 {
+        return worst_of(0, rows);
     }
-    worst
+    let per = rows.div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = (0..threads)
+            .map(|t| {
+                let worst_of = &worst_of;
+                s.spawn(move || worst_of((t * per).min(rows), ((t + 1) * per).min(rows)))
+            })
+            .collect();
+        parts
+            .into_iter()
+            .map(|h| h.join().unwrap_or(f64::INFINITY))
+            .fold(0.0f64, f64::max)
+    })
 }
+
+/// Results of at least this many entries are compared on several threads.
+const PARALLEL_MIN: usize = 1 << 16;
 
 #[cfg(test)]
 mod tests {

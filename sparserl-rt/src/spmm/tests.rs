@@ -235,11 +235,12 @@ mod spec {
 }
 
 /// Why the kernels accumulate in double for f32 too: a long row summed in
-/// float (as a lane of row-warp or col-tile would, one product after the
-/// other) drifts with the row length; with terms of one sign (a GCN layer:
-/// a non-negative normalised adjacency times ReLU features) a row of 2M
-/// nonzeros misses the 1e-5 per-row tolerance, the double sum rounded once
-/// meets it. (With random signs the float sum stays within it here.)
+/// float (one product after the other) drifts with the row length; with
+/// terms of one sign (a GCN layer: a non-negative normalised adjacency times
+/// ReLU features) a row of 2M nonzeros misses the 1e-5 per-row tolerance,
+/// the double sum rounded once meets it. (With random signs the float sum
+/// stays within it here.) The kernels sum only bounded blocks in float (see
+/// `float_blocks_into_double_meet_the_tolerance_on_long_rows`).
 #[test]
 fn float_accumulation_fails_the_tolerance_on_long_rows() {
     // A fixed linear congruential sequence in [0, 1).
@@ -277,6 +278,59 @@ fn float_accumulation_fails_the_tolerance_on_long_rows() {
     assert!(pos_double < 1e-6 && mixed_double < 1e-6);
 }
 
+/// The kernels' f32 scheme: each lane sums at most 32 products (one
+/// broadcast step) in float, with fused multiply-adds as the GPU does, and
+/// adds each block sum into a double accumulator. A block of k <= 32 float
+/// products is off by at most k 2^-24 (~1.9e-6) of its magnitude sum, so the
+/// row stays within the 1e-5 tolerance (against its magnitude sum) however
+/// long it is: on the 2M-term one-signed row that fails in plain float, and
+/// with random signs, blocks of 32 (and of 31, a block cut short by a row
+/// change or a tail) meet it, with or without fused multiply-adds.
+#[test]
+fn float_blocks_into_double_meet_the_tolerance_on_long_rows() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let len = 2_000_000;
+    let terms: Vec<(f32, f32)> = (0..len).map(|_| (next(), next())).collect();
+    let err = |sign: bool, block: usize, fused: bool| {
+        let t: Vec<(f32, f32)> = terms
+            .iter()
+            .map(|&(a, x)| (a, if sign { 2.0 * x - 1.0 } else { x }))
+            .collect();
+        let exact: f64 = t.iter().map(|&(a, x)| a as f64 * x as f64).sum();
+        let mag: f64 = t.iter().map(|&(a, x)| (a as f64 * x as f64).abs()).sum();
+        let blocks: f64 = t
+            .chunks(block)
+            .map(|b| {
+                b.iter().fold(
+                    0f32,
+                    |s, &(a, x)| {
+                        if fused { a.mul_add(x, s) } else { s + a * x }
+                    },
+                ) as f64
+            })
+            .sum();
+        let got = blocks as f32 as f64;
+        (got - exact).abs() / exact.abs().max(reference::ROW_FLOOR * mag)
+    };
+    for sign in [false, true] {
+        for block in [31, 32] {
+            for fused in [false, true] {
+                let e = err(sign, block, fused);
+                eprintln!("row of {len}, signs {sign}, blocks of {block}, fused {fused}: {e:e}");
+                assert!(e < 1e-5, "block accumulation error {e:e}");
+            }
+        }
+    }
+    // The emulation can fail: one block of the whole row is plain float.
+    assert!(err(false, len, true) > 1e-5);
+}
+
 proptest::proptest! {
     /// Any valid variant's id parses back to its canonical form; ids of
     /// invalid ones never parse.
@@ -308,4 +362,43 @@ proptest::proptest! {
             Err(_) => proptest::prop_assert!(SpmmVariant::parse(&v.id()).is_err()),
         }
     }
+}
+
+/// Nnz-split streams narrower than a warp: ids of whole-warp streams read
+/// as before, narrow ones carry `.g`, round-trip, cover narrow widths
+/// without idle lanes, and size their grid by the stream's lanes.
+#[test]
+fn narrow_nnz_split_streams() {
+    let old = SpmmVariant::parse("nnz-split.b256.i4.v1.c1.u1.ldg").unwrap();
+    assert_eq!(old.group, 32);
+    assert_eq!(old.chunk(), 32);
+    let narrow = SpmmVariant {
+        group: 4,
+        items: 4,
+        vec: 4,
+        ..SpmmVariant::FALLBACK
+    };
+    assert_eq!(narrow.id(), "nnz-split.b256.g4.i4.v4.c1.u1.ldg");
+    assert_eq!(SpmmVariant::parse(&narrow.id()), Ok(narrow));
+    assert!(SpmmVariant::parse("nnz-split.b256.g32.i4.v1.c1.u1.ldg").is_err());
+    assert_eq!(narrow.chunk(), 16);
+    // ceil(5000 / 128) ranges x 1 chunk x 4 lanes / 256.
+    assert_eq!(narrow.grid((1000, 10, 5000, 16)), 1);
+    assert_eq!(narrow.grid((1000, 10, 50_000, 16)), 7);
+    let space = spmm_space(16, DenseLayout::RowMajor);
+    assert!(space.contains(&narrow));
+    for n in WIDTHS {
+        for layout in DenseLayout::ALL {
+            for v in spmm_space(n, layout) {
+                if v.strategy == SpmmStrategy::NnzSplit && v.group < 32 {
+                    assert!(n <= 64 && v.chunk() == (n.next_power_of_two().max(4)) as u32);
+                }
+            }
+        }
+    }
+    assert!(
+        spmm_space(3, DenseLayout::ColMajor)
+            .iter()
+            .any(|v| v.strategy == SpmmStrategy::NnzSplit && v.group == 4)
+    );
 }

@@ -16,10 +16,12 @@ pub enum SpmmStrategy {
     /// consecutive columns (vector loads of X rows). Several rows per warp
     /// when `group < 32`.
     RowWarp,
-    /// Nonzero-balanced: every warp owns `32 items` consecutive nonzeros
-    /// and one column chunk of `32 vec coarsen` columns; rows inside the
+    /// Nonzero-balanced: every stream of `group` lanes (`32 / group`
+    /// streams per warp) owns a range of `32 items` consecutive nonzeros
+    /// and one column chunk of `group vec coarsen` columns; rows inside the
     /// range are written directly, rows cut at range edges are added with
-    /// atomics after a per-row pre-pass (so hub rows spread over many warps).
+    /// atomics after a per-row pre-pass (so hub rows spread over many
+    /// streams). `group < 32` keeps every lane busy at narrow widths.
     NnzSplit,
     /// Register tile: `group` lanes per (row, tile of `tile` columns)
     /// split the row's nonzeros and reduce with shuffles; each lane keeps
@@ -111,8 +113,8 @@ pub struct SpmmVariant {
     pub strategy: SpmmStrategy,
     /// Threads per block (multiple of 32, 64..=1024).
     pub block: u32,
-    /// Lanes per work item (row-warp, col-tile: power of two 1..=32;
-    /// nnz-split: 32).
+    /// Lanes per work item (power of two 1..=32; nnz-split: the lanes of
+    /// one nonzero stream, 32 unless the id says `g`).
     pub group: u32,
     /// Columns per vector load of X / store of Y (1, 2, 4; row-major only;
     /// col-tile: 1).
@@ -170,7 +172,6 @@ impl SpmmVariant {
                 v.items = 1;
             }
             SpmmStrategy::NnzSplit => {
-                v.group = 32;
                 v.tile = 1;
             }
             SpmmStrategy::ColTile => {
@@ -182,8 +183,8 @@ impl SpmmVariant {
         v
     }
 
-    /// Columns one work item covers per pass (row-warp: `group vec coarsen`,
-    /// nnz-split: `32 vec coarsen`, col-tile: `tile`).
+    /// Columns one work item covers per pass (row-warp, nnz-split:
+    /// `group vec coarsen`, col-tile: `tile`).
     pub const fn chunk(&self) -> u32 {
         let v = self.canonical();
         match v.strategy {
@@ -235,7 +236,9 @@ impl SpmmVariant {
         Ok(())
     }
 
-    /// A short stable identifier, e.g. `row-warp.b256.g8.v4.c2.u2.ldg`.
+    /// A short stable identifier, e.g. `row-warp.b256.g8.v4.c2.u2.ldg`
+    /// (nnz-split: `.g<group>` only when the group is not 32, so ids of
+    /// whole-warp streams read as they always did).
     pub fn id(&self) -> String {
         let v = self.canonical();
         let mut s = format!("{}.b{}", v.strategy.as_str(), v.block);
@@ -244,6 +247,9 @@ impl SpmmVariant {
                 s += &format!(".g{}.v{}.c{}", v.group, v.vec, v.coarsen);
             }
             SpmmStrategy::NnzSplit => {
+                if v.group != 32 {
+                    s += &format!(".g{}", v.group);
+                }
                 s += &format!(".i{}.v{}.c{}", v.items, v.vec, v.coarsen);
             }
             SpmmStrategy::ColTile => s += &format!(".g{}.k{}", v.group, v.tile),
@@ -340,7 +346,7 @@ impl SpmmVariant {
             }
             SpmmStrategy::NnzSplit => {
                 let ranges = nnz.div_ceil(32 * v.items as usize).max(1);
-                ranges as u128 * chunks as u128 * 32
+                ranges as u128 * chunks as u128 * v.group as u128
             }
         };
         threads.div_ceil(v.block as u128).clamp(1, i32::MAX as u128) as u32
@@ -414,6 +420,46 @@ fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<Spm
     }
 }
 
+/// Nnz-split points: whole-warp streams (chunk = 32 vec coarsen at most
+/// max(np, 32)); for widths up to 64, streams of `group` in {4, 8, 16}
+/// lanes whose chunk is exactly max(np, 4) (no idle lanes; `32 / group`
+/// streams per warp, with `items` 1 too: ranges of 32 nonzeros, more warps
+/// for small matrices).
+fn nnz_split_points(np: u32, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
+    let mut push = |group, items, vec, coarsen| {
+        // Unroll: X rows of 1 or 4 nonzeros loaded before any is used.
+        for unroll in [1, 4] {
+            out.push(SpmmVariant {
+                group,
+                items,
+                vec,
+                coarsen,
+                unroll,
+                ..SpmmVariant::of(SpmmStrategy::NnzSplit)
+            });
+        }
+    };
+    for items in [4, 16] {
+        for &vec in vecs {
+            for coarsen in [1, 2] {
+                if 32 * vec * coarsen <= np.max(32) {
+                    push(32, items, vec, coarsen);
+                }
+                if np > 64 {
+                    continue;
+                }
+                for group in [4, 8, 16] {
+                    if group * vec * coarsen == np.max(4) {
+                        for it in if items == 4 { &[1, 4][..] } else { &[16][..] } {
+                            push(group, *it, vec, coarsen);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The SpMM design space for width `n_cols` and `layout`: every point
 /// valid for that layout, none whose column chunk is far wider than the
 /// width (lanes that would idle), in a fixed order.
@@ -425,23 +471,7 @@ pub fn spmm_space(n_cols: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
         DenseLayout::ColMajor => &[1],
     };
     row_warp_points(np, layout, vecs, &mut out);
-    // Nnz-split: 32 lanes over columns, chunk = 32 vec coarsen <= max(np, 32).
-    for items in [4, 16] {
-        for &vec in vecs {
-            for coarsen in [1, 2] {
-                let chunk = 32 * vec * coarsen;
-                if chunk > np.max(32) {
-                    continue;
-                }
-                out.push(SpmmVariant {
-                    items,
-                    vec,
-                    coarsen,
-                    ..SpmmVariant::of(SpmmStrategy::NnzSplit)
-                });
-            }
-        }
-    }
+    nnz_split_points(np, vecs, &mut out);
     // Col-tile: lanes over nonzeros, a register tile of columns.
     for group in [1, 4, 32] {
         for tile in [1, 2, 4, 8, 16] {

@@ -8,9 +8,9 @@
 
 use super::*;
 use sparserl_rt::dense::DenseLayout;
-use sparserl_rt::spmm::check::{CHECK_WIDTHS, SpmmCheckReport, check_all};
+use sparserl_rt::spmm::check::{SpmmCheckReport, check_all};
 use sparserl_rt::spmm::measure::{SpmmBench, load_ptx_entries};
-use sparserl_rt::spmm::{SpmmEpilogue, SpmmVariant, spmm_space};
+use sparserl_rt::spmm::{SpmmEpilogue, SpmmFunctions, SpmmVariant, spmm_space};
 
 /// Widths of the real-matrix part (the built-in part covers seven).
 pub(super) const REAL_WIDTHS: [usize; 1] = [32];
@@ -140,19 +140,37 @@ fn compile_units(gpu: &Gpu, value: ValueType, widths: &[usize]) -> Units {
         .collect()
 }
 
-/// One unit on a real matrix: its four entries (tuned and generic width,
-/// plain and bias-relu) checked on `bench`.
-fn check_real_unit<T: Scalar>(
+/// The four entries of a unit (tuned and generic width, plain and
+/// bias-relu), in that order.
+fn real_entries(n: usize) -> [(Option<usize>, Option<SpmmEpilogue>); 4] {
+    let f = Some(SpmmEpilogue::BiasRelu);
+    [(Some(n), None), (Some(n), f), (None, None), (None, f)]
+}
+
+/// A unit's entries loaded from its PTX, or why they could not be.
+fn load_unit(
     gpu: &Gpu,
-    bench: &SpmmBench<T>,
     v: &SpmmVariant,
+    value: ValueType,
+    layout: DenseLayout,
+    n: usize,
     ptx: &Result<String, String>,
+) -> Result<Vec<SpmmFunctions>, String> {
+    let ptx = ptx.as_ref().map_err(|e| format!("compile: {e}"))?;
+    // SAFETY: the PTX was compiled from the generator's unit for exactly this
+    // variant, value type, layout and width, which holds these entries.
+    unsafe { load_ptx_entries(gpu, ptx, v, value, layout, &real_entries(n)) }
+        .map_err(|e| format!("load: {e}"))
+}
+
+/// One unit on a real matrix: its four entries (loaded by [`load_unit`])
+/// checked on `bench`.
+fn check_real_unit<T: Scalar>(
+    bench: &SpmmBench<T>,
+    loaded: &Result<Vec<SpmmFunctions>, String>,
     what: &str,
     report: &mut SpmmCheckReport,
 ) -> Result<()> {
-    let (layout, n) = (bench.layout(), bench.n());
-    let f = Some(SpmmEpilogue::BiasRelu);
-    let which = [(Some(n), None), (Some(n), f), (None, None), (None, f)];
     let tol = tolerance(T::TYPE);
     let fail = |report: &mut SpmmCheckReport, reason: String| {
         report.failures.push(sparserl_rt::spmm::check::SpmmFailure {
@@ -160,29 +178,20 @@ fn check_real_unit<T: Scalar>(
             reason,
         })
     };
-    let ptx = match ptx {
-        Ok(p) => p,
-        Err(e) => {
-            fail(report, format!("compile: {e}"));
-            return Ok(());
-        }
-    };
-    // SAFETY: the PTX was compiled from the generator's unit for exactly this
-    // variant, value type, layout and width, which holds these entries.
-    let fs = match unsafe { load_ptx_entries(gpu, ptx, v, T::TYPE, layout, &which) } {
+    let fs = match loaded {
         Ok(fs) => fs,
         Err(e) => {
-            fail(report, format!("load: {e}"));
+            fail(report, e.clone());
             return Ok(());
         }
     };
-    for (fsk, &(w, ep)) in fs.iter().zip(&which) {
+    for (fsk, &(w, ep)) in fs.iter().zip(&real_entries(bench.n())) {
         let entry = format!(
             "{} {}",
             w.map_or("generic".into(), |w| format!("n{w}")),
             ep.map_or("plain", |e| e.as_str())
         );
-        // SAFETY: the entry of this unit loaded above, for this bench's layout and type.
+        // SAFETY: the entry of this unit loaded for this bench's layout, width and type.
         match unsafe { bench.check(fsk, ep) } {
             Ok(e) if e <= tol => report.passed += 1,
             Ok(e) => fail(
@@ -196,7 +205,8 @@ fn check_real_unit<T: Scalar>(
     Ok(())
 }
 
-/// Every variant on the real matrices at `widths`, both layouts.
+/// Every variant on the real matrices at `widths`, both layouts: per layout
+/// and width the benches of every matrix, each unit loaded once.
 fn check_real<T: Scalar>(
     gpu: &Gpu,
     real: &[&TestMatrix],
@@ -209,13 +219,22 @@ fn check_real<T: Scalar>(
         x_copies: 1,
         ..Default::default()
     };
-    for m in real {
-        for layout in DenseLayout::ALL {
-            for &n in widths {
-                let bench = SpmmBench::<T>::new(gpu, &m.csr, n, layout, &opts)?;
-                for ((v, _, _), ptx) in units.iter().filter(|u| u.0.1 == layout && u.0.2 == n) {
-                    let what = format!("{} {} {layout} N={n} on {}", v.id(), T::TYPE, m.name);
-                    check_real_unit(gpu, &bench, v, ptx, &what, &mut report)?;
+    for layout in DenseLayout::ALL {
+        for &n in widths {
+            let benches = real
+                .iter()
+                .map(|m| {
+                    Ok((
+                        m.name.as_str(),
+                        SpmmBench::<T>::new(gpu, &m.csr, n, layout, &opts)?,
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for ((v, _, _), ptx) in units.iter().filter(|u| u.0.1 == layout && u.0.2 == n) {
+                let loaded = load_unit(gpu, v, T::TYPE, layout, n, ptx);
+                for (name, bench) in &benches {
+                    let what = format!("{} {} {layout} N={n} on {name}", v.id(), T::TYPE);
+                    check_real_unit(bench, &loaded, &what, &mut report)?;
                 }
             }
         }
@@ -223,20 +242,44 @@ fn check_real<T: Scalar>(
     Ok(report)
 }
 
-/// The whole SpMM section; writes `spmm-check.json` / `.md` into `out`.
-pub(super) fn run(gpu: &Gpu, matrices: &[TestMatrix], out: &Path) -> Result<SpmmSection> {
+/// Writes the section's `spmm-check.json` / `.md` into `out` (after every
+/// width, so a run cut short still leaves what it checked).
+fn write_section(s: &SpmmSection, out: &Path) -> Result<()> {
+    std::fs::write(
+        out.join("spmm-check.json"),
+        serde_json::to_string_pretty(s)? + "\n",
+    )?;
+    std::fs::write(out.join("spmm-check.md"), s.markdown())?;
+    Ok(())
+}
+
+/// The whole SpMM section at the built-in `widths` (e.g. `CHECK_WIDTHS`);
+/// writes `spmm-check.json` / `.md` into `out`.
+pub(super) fn run(
+    gpu: &Gpu,
+    matrices: &[TestMatrix],
+    widths: &[usize],
+    out: &Path,
+) -> Result<SpmmSection> {
     let t0 = Instant::now();
     let mut s = SpmmSection {
-        widths: CHECK_WIDTHS.to_vec(),
         real_widths: REAL_WIDTHS.to_vec(),
         real_max_nnz: REAL_MAX_NNZ,
         ..SpmmSection::default()
     };
-    println!(
-        "spmm check: every variant at N = {:?} on the built-in matrices ...",
-        CHECK_WIDTHS
-    );
-    s.add(check_all(gpu, &generate, &CHECK_WIDTHS).map_err(|e| anyhow!("spmm check: {e}"))?);
+    println!("spmm check: every variant at N = {widths:?} on the built-in matrices ...");
+    for &n in widths {
+        s.add(check_all(gpu, &generate, &[n]).map_err(|e| anyhow!("spmm check: {e}"))?);
+        s.widths.push(n);
+        s.seconds = t0.elapsed().as_secs_f64();
+        write_section(&s, out)?;
+        println!(
+            "spmm check: N = {n} done: {} / {} passed so far, {:.0} s",
+            s.passed,
+            s.passed + s.failed,
+            s.seconds
+        );
+    }
     let real: Vec<&TestMatrix> = matrices
         .iter()
         .filter(|m| m.source == "real" && m.csr.nnz() <= REAL_MAX_NNZ)
@@ -249,11 +292,7 @@ pub(super) fn run(gpu: &Gpu, matrices: &[TestMatrix], out: &Path) -> Result<Spmm
     s.add(check_real::<f32>(gpu, &real, &REAL_WIDTHS)?);
     s.add(check_real::<f64>(gpu, &real, &REAL_WIDTHS)?);
     s.seconds = t0.elapsed().as_secs_f64();
-    std::fs::write(
-        out.join("spmm-check.json"),
-        serde_json::to_string_pretty(&s)? + "\n",
-    )?;
-    std::fs::write(out.join("spmm-check.md"), s.markdown())?;
+    write_section(&s, out)?;
     println!(
         "spmm check: {} / {} passed in {:.0} s; wrote {}",
         s.passed,
