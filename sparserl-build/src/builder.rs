@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 pub mod messages;
+mod objective;
 mod setup;
 mod spmm;
 mod spmv;

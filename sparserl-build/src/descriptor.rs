@@ -7,6 +7,7 @@
 //! [package.metadata.sparserl]
 //! arch = ["sm_80", "sm_90"]     # optional; default: the build GPU's arch if any, else sm_80 + sm_90
 //! budget-seconds = 30           # optional; measured-search budget per kernel (positive number)
+//! objective = "time"            # optional; "time" (default) | "energy" | { time = w1, energy = w2 }
 //!
 //! [[package.metadata.sparserl.kernel]]
 //! name = "laplace2d"            # becomes Rust type `Laplace2d` in the generated module
@@ -64,6 +65,18 @@
 //!   the generic-width entry of the nearest tuned width's variant. `dense`
 //!   (spmm, optional) is the storage order of `X` and `Y`. Neither key is
 //!   allowed on an spmv kernel.
+//! * `objective` (crate table or kernel table): what the search minimises.
+//!   `"time"` (the default) keeps the fastest correct variant; `"energy"`
+//!   measures the joules per call of the time search's finalists through
+//!   NVML and keeps the one using the least energy, when it beats the
+//!   fastest by more than the measured noise; `{ time = w1, energy = w2 }`
+//!   (non-negative weights, not both zero, a missing one is 0) minimises
+//!   `w1 * t / t_best + w2 * e / e_best` over the finalists, with the same
+//!   noise rule. A kernel's key overrides the crate's. SpMM kernels are
+//!   measured for time only: a non-time `objective` on an `op = "spmm"`
+//!   kernel is an error, and the crate's objective applies to SpMV kernels
+//!   only. Without NVML or an energy counter the build uses the time pick
+//!   and says so once (see `crate::search::energy`).
 //! * `epilogues`: spmv kernels take `"axpby"`, `"dot"`, `"axpby-dot"`; spmm
 //!   kernels take `"bias-relu"`; each at most once.
 //!
@@ -96,6 +109,7 @@ mod path_de;
 mod samples;
 pub use samples::sample_generator_fingerprint;
 mod validate;
+mod validate_objective;
 mod validate_pattern;
 mod validate_spmm;
 mod values;
@@ -104,6 +118,7 @@ use model::*;
 use mtx_files::*;
 use path_de::*;
 use validate::*;
+use validate_objective::*;
 use validate_pattern::*;
 use validate_spmm::*;
 use values::*;
@@ -143,6 +158,9 @@ pub struct Descriptor {
     pub arch: Option<Vec<String>>,
     /// Measured-search budget per kernel in seconds, when given.
     pub budget_seconds: Option<f64>,
+    /// The crate's objective (`objective = ...`; `"time"` when not given),
+    /// which kernels without their own key inherit (SpMV kernels only).
+    pub objective: crate::objective::Objective,
     /// Declared kernels in declaration order (at least one).
     pub kernels: Vec<KernelDecl>,
 }
@@ -170,6 +188,12 @@ pub struct KernelDecl {
     /// pays; a value restricts it to that order (`"none"`: the given one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reorder: Option<sparserl_rt::reorder::Reorder>,
+    /// What the search minimises (`objective = "time" | "energy" | { time
+    /// = w1, energy = w2 }`, the kernel's own key or the crate's; always
+    /// time for SpMM kernels). Left out of the canonical form when time, so
+    /// the fingerprints of kernels that do not ask for energy are unchanged.
+    #[serde(skip_serializing_if = "crate::objective::Objective::is_time")]
+    pub objective: crate::objective::Objective,
     /// What an `op = "spmm"` kernel declares besides the common keys
     /// (`None` for SpMV kernels, so their canonical form, and with it
     /// their lock-file fingerprint, is what it was before SpMM existed).

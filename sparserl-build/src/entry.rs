@@ -67,6 +67,11 @@ pub struct Entry {
     /// (`name (sm_XY)`, [`crate::verify`]); `None`: built without a GPU.
     #[serde(default)]
     pub checked_on: Option<String>,
+    /// What an objective other than time did (energy of the finalists, the
+    /// Pareto front, the pick); `None` for the time objective and for
+    /// entries that were not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<crate::objective::ObjectiveRecord>,
 }
 
 /// Result for one kernel.

@@ -13,6 +13,7 @@
 //! [package.metadata.sparserl]
 //! arch = ["sm_80", "sm_90"]     # optional
 //! budget-seconds = 30           # optional; measured-search budget per kernel
+//! objective = "time"            # optional; "time" | "energy" | { time = w1, energy = w2 }
 //!
 //! [[package.metadata.sparserl.kernel]]
 //! name = "laplace2d"            # Rust type `Laplace2d` in the generated module
@@ -21,6 +22,7 @@
 //! pattern = { kind = "stencil", grid = [1024, 1024], points = 5 }
 //! epilogues = ["dot"]           # optional; fused forms for solvers
 //! reorder = "auto"              # optional; "auto" | "none" | "rcm" | "degree"
+//! objective = "energy"          # optional; overrides the crate's objective
 //! ```
 //!
 //! ## build.rs
@@ -74,10 +76,13 @@ pub mod entry_spmm;
 #[doc(hidden)]
 pub mod gpu;
 #[doc(hidden)]
+pub mod gpu_energy;
+#[doc(hidden)]
 pub mod gpu_lock;
 pub mod gpu_spmm;
 pub mod lock;
 pub mod lock_spmm;
+pub mod objective;
 #[doc(hidden)]
 pub mod search;
 #[doc(hidden)]
@@ -90,4 +95,5 @@ pub use builder::{
 pub use descriptor::{Descriptor, DescriptorError, KernelDecl, Pattern, read_descriptor};
 pub use gpu::{GpuError, GpuTuner};
 pub use lock::{LOCK_FILE, LockEntry, LockFile};
+pub use objective::{Objective, ObjectiveRecord};
 pub use search::{SearchConfig, TuneOutcome, search};

@@ -96,6 +96,11 @@ pub struct LockEntry {
     pub candidates: u32,
     /// The chosen variant.
     pub variant: Variant,
+    /// What an objective other than time did (`[kernel.objective]`: the
+    /// finalists' time and energy per call, the pick); absent for the time
+    /// objective, so older lock files read as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<crate::objective::ObjectiveRecord>,
 }
 
 /// The whole lock file.
@@ -219,6 +224,7 @@ mod tests {
             pct_copy: 30.1,
             candidates: 17,
             variant: Variant::of(Strategy::GroupPerRow),
+            objective: None,
         }
     }
 

@@ -57,6 +57,7 @@ use sparserl_rt::{Strategy, Variant};
 use std::collections::HashMap;
 use thiserror::Error;
 
+pub mod energy;
 pub mod spmm;
 
 /// Policy proposals measured before the layout proposals.

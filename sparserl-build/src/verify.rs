@@ -327,6 +327,7 @@ mod tests {
             sample_features: Vec::new(),
             trials: Vec::new(),
             checked_on: None,
+            objective: None,
         }
     }
 

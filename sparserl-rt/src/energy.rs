@@ -19,6 +19,7 @@
 //! card: only read-only NVML queries are made. libnvidia-ml is loaded at run
 //! time; its absence is an [`EnergyError::NoLibrary`], never a panic.
 
+mod blocking;
 mod stats;
 #[cfg(test)]
 mod tests;

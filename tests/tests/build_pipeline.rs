@@ -209,6 +209,7 @@ fn fresh_lock_entries_win_and_stale_ones_are_ignored() {
         pct_copy: 25.0,
         candidates: 10,
         variant: locked,
+        objective: None,
     });
     lock.upsert(LockEntry {
         name: "lp".into(),
@@ -220,6 +221,7 @@ fn fresh_lock_entries_win_and_stale_ones_are_ignored() {
         pct_copy: 25.0,
         candidates: 10,
         variant: locked,
+        objective: None,
     });
     lock.write(&dir).unwrap();
     // Off mode: lock file or fallback, never the policy.
@@ -258,6 +260,7 @@ fn fresh_lock_entries_win_and_stale_ones_are_ignored() {
         pct_copy: 50.0,
         candidates: 10,
         variant: locked,
+        objective: None,
     });
     lock.write(&dir).unwrap();
     let retuned = builder(&dir, &out, &cache)
@@ -473,6 +476,7 @@ fn a_change_to_the_rust_composition_rebuilds_cached_kernels() {
         pct_copy: 25.0,
         candidates: 10,
         variant: sparserl_rt::Variant::of(sparserl_rt::Strategy::GroupPerRow),
+        objective: None,
     });
     lock.write(&dir).unwrap();
     let provenance = |b: &mut Builder| {
@@ -504,6 +508,7 @@ fn a_hand_edited_lock_entry_is_refused_with_the_file_and_entry() {
         pct_copy: 25.0,
         candidates: 10,
         variant: sparserl_rt::Variant::of(sparserl_rt::Strategy::GroupPerRow),
+        objective: None,
     });
     let path = lock.write(&dir).unwrap();
     let text = fs::read_to_string(&path).unwrap();

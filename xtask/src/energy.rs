@@ -139,24 +139,8 @@ struct Job<'a> {
     budget: f64,
 }
 
-/// The search's finalists: the winner first, then the other variants that
-/// were correct on every measurement, by their best GB/s; at most `k`.
-pub(crate) fn finalists(out: &sparserl_build::TuneOutcome, k: usize) -> Vec<(Variant, f64)> {
-    let mut best: Vec<(Variant, f64)> = Vec::new();
-    for t in out.trials.iter().filter(|t| t.correct && t.gbs > 0.0) {
-        if out.rejected.iter().any(|r| r.variant == t.variant) {
-            continue;
-        }
-        match best.iter_mut().find(|(v, _)| *v == t.variant) {
-            Some(b) => b.1 = b.1.max(t.gbs),
-            None => best.push((t.variant, t.gbs)),
-        }
-    }
-    best.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let w = best.iter().position(|(v, _)| *v == out.winner);
-    let winner = w.map_or((out.winner, out.gbs), |i| best.remove(i));
-    std::iter::once(winner).chain(best).take(k.max(1)).collect()
-}
+/// The search's finalists (the build's energy phase measures the same).
+pub(crate) use sparserl_build::search::energy::finalists;
 
 /// Runs the product's search on `job`.
 fn search(ctx: &Ctx, job: &Job, value: ValueType) -> Result<sparserl_build::TuneOutcome> {

@@ -57,6 +57,9 @@ pub fn run(args: Args) -> Result<()> {
         k.name, k.entry.value, k.entry.variant
     );
     println!("chosen: {} ({})", k.entry.provenance, k.entry.note);
+    if let Some(r) = &k.entry.objective {
+        print_objective(r);
+    }
     if k.entry.trials.is_empty() {
         println!("no measurements recorded: this choice was not measured on a GPU here");
         return Ok(());
@@ -148,4 +151,37 @@ fn explain_spmm(k: &sparserl_build::entry_spmm::SpmmKernelReport, json: bool) ->
         );
     }
     Ok(())
+}
+
+/// The energy phase behind a kernel whose objective is not time: time and
+/// energy per call of every finalist, the Pareto front, the pick.
+pub(crate) fn print_objective(r: &sparserl_build::ObjectiveRecord) {
+    println!("{}", r.summary());
+    if r.finalists.is_empty() {
+        return;
+    }
+    println!(
+        "{:<38} {:>9} {:>10} {:>10} {:>7} {:>7}  front",
+        "finalist", "GB/s", "us/call", "mJ/call", "spread", "W"
+    );
+    for f in &r.finalists {
+        let num = |x: Option<f64>, scale: f64, prec: usize| {
+            x.map_or("-".to_string(), |v| format!("{:.*}", prec, v * scale))
+        };
+        let mark = match (&f.error, f.chosen, f.pareto) {
+            (Some(e), _, _) => format!("  not measured: {e}"),
+            (None, true, _) => "  Pareto, CHOSEN".to_string(),
+            (None, false, true) => "  Pareto".to_string(),
+            (None, false, false) => String::new(),
+        };
+        println!(
+            "{:<38} {:>9.1} {:>10} {:>10} {:>6}% {:>7}{mark}",
+            f.variant,
+            f.search_gbs,
+            num(f.seconds_per_call, 1e6, 2),
+            num(f.joules_per_call, 1e3, 4),
+            num(f.spread, 100.0, 1),
+            num(f.avg_power_w, 1.0, 0),
+        );
+    }
 }

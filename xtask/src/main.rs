@@ -15,6 +15,7 @@ mod cusparse;
 mod cusparse_spmm;
 mod demo;
 mod energy;
+mod energy_objective;
 mod explain;
 mod families;
 mod gpu_check;
@@ -56,6 +57,9 @@ enum Cmd {
     Bench(bench::Args),
     /// Energy per SpMV through NVML: ours vs cuSPARSE, the energy objective's pick.
     Energy(energy::Args),
+    /// One kernel with `objective = "energy"` tuned by retune's path and a
+    /// measured build: prints the lock entry and the build's record.
+    EnergyObjective(energy_objective::Args),
     /// Show every measurement behind a kernel's choice.
     Explain(explain::Args),
     /// Train a policy with libtorch (installed into `.tools/torch` if missing).
@@ -93,6 +97,7 @@ fn main() -> Result<()> {
         Cmd::Collect(a) => retune::collect(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::Energy(a) => energy::run(a),
+        Cmd::EnergyObjective(a) => energy_objective::run(a),
         Cmd::Explain(a) => explain::run(a),
         Cmd::Train(a) => policy::train(a),
         Cmd::EvalPolicy(a) => policy::eval(a),

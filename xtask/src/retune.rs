@@ -122,6 +122,61 @@ fn remeasure(
         .collect())
 }
 
+/// Applies `decl`'s objective to its time search's outcome `out` (the
+/// build's energy phase, [`sparserl_build::gpu_energy::apply_objective`]):
+/// the outcome with the objective's pick as its winner, and the record.
+pub(crate) fn apply_objective(
+    tuner: &GpuTuner,
+    mats: &[&Csr],
+    decl: &sparserl_build::KernelDecl,
+    mut out: sparserl_build::TuneOutcome,
+) -> Result<(
+    sparserl_build::TuneOutcome,
+    Option<sparserl_build::ObjectiveRecord>,
+)> {
+    let choice = sparserl_build::gpu_energy::apply_objective(
+        tuner,
+        mats,
+        decl.value,
+        sparserl_build::gpu::measured_epilogue(&decl.epilogues),
+        &decl.objective,
+        &out,
+        &mut |m| eprintln!("warning: {m}"),
+    )
+    .map_err(|e| anyhow!("energy phase for `{}` failed: {e}", decl.name))?;
+    if let Some(r) = &choice.record {
+        println!("  {}", r.summary());
+    }
+    out.winner = choice.winner;
+    out.gbs = choice.gbs;
+    Ok((out, choice.record))
+}
+
+/// The lock entry of kernel `i` of `desc` for the search outcome `out` on
+/// `tuner` (its winner: the objective's pick) and the objective's record.
+pub(crate) fn lock_entry(
+    desc: &sparserl_build::Descriptor,
+    i: usize,
+    tuner: &GpuTuner,
+    out: &sparserl_build::TuneOutcome,
+    objective: Option<sparserl_build::ObjectiveRecord>,
+) -> Result<LockEntry> {
+    let decl = &desc.kernels[i];
+    let pct = 100.0 * out.gbs / tuner.copy_gbs();
+    Ok(LockEntry {
+        name: decl.name.clone(),
+        value: decl.value,
+        descriptor: descriptor_fingerprint(desc, i)?,
+        generator: generator_fingerprint(),
+        gpu: tuner.name(),
+        gbs: (out.gbs * 10.0).round() / 10.0,
+        pct_copy: (pct * 10.0).round() / 10.0,
+        candidates: out.candidates as u32,
+        variant: out.winner,
+        objective,
+    })
+}
+
 /// Runs `retune`.
 pub fn run(args: Args) -> Result<()> {
     let root = crate::common::workspace_root();
@@ -188,11 +243,16 @@ pub fn run(args: Args) -> Result<()> {
             )
             .map_err(|e| anyhow!("search for `{}` failed: {e}", decl.name))?;
         let wall = t0.elapsed().as_secs_f64();
-        let pct = 100.0 * out.gbs / copy;
         println!(
-            "  search: {} candidates in {wall:.1} s (budget {budget:.0} s; {}), winner {} at {:.0} GB/s = {pct:.1}% of copy",
-            out.candidates, out.stopped, out.winner, out.gbs
+            "  search: {} candidates in {wall:.1} s (budget {budget:.0} s; {}), winner {} at {:.0} GB/s = {:.1}% of copy",
+            out.candidates,
+            out.stopped,
+            out.winner,
+            out.gbs,
+            100.0 * out.gbs / copy
         );
+        let (out, objective) = apply_objective(&tuner, &mats, decl, out)?;
+        let pct = 100.0 * out.gbs / copy;
         let mut k = KernelOut {
             name: decl.name.clone(),
             value: decl.value,
@@ -249,17 +309,7 @@ pub fn run(args: Args) -> Result<()> {
             k.exhaustive_variants = Some(sweep.len());
             k.exhaustive_seconds = Some(t1.elapsed().as_secs_f64());
         }
-        lock.upsert(LockEntry {
-            name: decl.name.clone(),
-            value: decl.value,
-            descriptor: descriptor_fingerprint(&desc, i)?,
-            generator: generator_fingerprint(),
-            gpu: tuner.name(),
-            gbs: (out.gbs * 10.0).round() / 10.0,
-            pct_copy: (pct * 10.0).round() / 10.0,
-            candidates: out.candidates as u32,
-            variant: out.winner,
-        });
+        lock.upsert(lock_entry(&desc, i, &tuner, &out, objective)?);
         outs.push(k);
     }
     let lock_path = lock.write(&dir)?;

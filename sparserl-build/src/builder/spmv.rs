@@ -10,6 +10,7 @@ use crate::codegen::{self, KernelSource};
 use crate::descriptor::{KernelDecl, Sample};
 use crate::entry::{ArchImages, CacheStatus, Entry, FusedImage, KernelReport};
 use crate::lock::LockEntry;
+use crate::objective::ObjectiveRecord;
 use crate::search::{SearchConfig, Trial};
 use sparserl_policies::PolicyChoice;
 use sparserl_rt::{Features, Provenance, Variant};
@@ -25,6 +26,8 @@ struct Choice {
     measured_gbs: Option<f64>,
     tuned_on: Option<String>,
     trials: Vec<Trial>,
+    /// The energy phase's record (an objective that needs energy).
+    objective: Option<ObjectiveRecord>,
 }
 
 impl Choice {
@@ -37,6 +40,7 @@ impl Choice {
             measured_gbs: None,
             tuned_on: None,
             trials: Vec::new(),
+            objective: None,
         }
     }
 }
@@ -53,7 +57,7 @@ impl Builder {
         let t0 = Instant::now();
         let descriptor_fp = descriptor_fingerprint(&run.desc, index)?;
         let locked = fresh_lock_entry(run, log, decl, &descriptor_fp)?;
-        let key = cache_key(run, &descriptor_fp, locked.as_ref());
+        let key = cache_key(run, decl, &descriptor_fp, locked.as_ref());
         let (mut entry, status) = match run.cache.get::<Entry>(&key) {
             Lookup::Hit(e) => (e, CacheStatus::Hit),
             other => {
@@ -121,6 +125,7 @@ impl Builder {
             Some(l) => Choice {
                 measured_gbs: Some(l.gbs),
                 tuned_on: Some(l.gpu.clone()),
+                objective: l.objective.clone(),
                 ..Choice::plain(
                     l.variant,
                     Provenance::LockFile,
@@ -166,6 +171,7 @@ impl Builder {
             sample_features: feats.iter().map(|f| f.to_vec().to_vec()).collect(),
             trials: choice.trials,
             checked_on: None,
+            objective: choice.objective,
         })
     }
 
@@ -257,7 +263,12 @@ fn fresh_lock_entry(
 }
 
 /// The cache key of a kernel: everything its entry depends on.
-fn cache_key(run: &Setup, descriptor_fp: &str, locked: Option<&LockEntry>) -> String {
+fn cache_key(
+    run: &Setup,
+    decl: &KernelDecl,
+    descriptor_fp: &str,
+    locked: Option<&LockEntry>,
+) -> String {
     let policy_version = run.policy.choice.version();
     let source_label = match (locked, run.mode, run.gpu.as_ref()) {
         // The entry embeds the GPU the lock entry was tuned on and
@@ -269,7 +280,12 @@ fn cache_key(run: &Setup, descriptor_fp: &str, locked: Option<&LockEntry>) -> St
             l.gbs
         ),
         (None, Mode::Off, _) => "fallback".to_string(),
-        (None, Mode::Full, Some(g)) => format!("measured:{}:{}", g.name(), run.budget),
+        (None, Mode::Full, Some(g)) => format!(
+            "measured:{}:{}{}",
+            g.name(),
+            run.budget,
+            super::objective::key_suffix(decl)
+        ),
         _ => format!("policy:{policy_version}"),
     };
     let mut key = KeyBuilder::new();
@@ -334,12 +350,13 @@ fn measure(
     };
     let matrices: Vec<&sparserl_rt::Csr> = samples.iter().map(|s| &s.matrix).collect();
     let epilogue = crate::gpu::measured_epilogue(&decl.epilogues);
-    let out = g
+    let mut out = g
         .tune_with(&matrices, decl.value, &proposals, &cfg, epilogue)
         .map_err(|source| BuildError::Search {
             kernel: decl.name.clone(),
             source,
         })?;
+    let objective = super::objective::apply_objective(log, g, decl, &matrices, &mut out)?;
     let pct = 100.0 * out.gbs / g.copy_gbs();
     let fused = epilogue
         .map(|e| format!(" (measured with its fused `{e}` epilogue)"))
@@ -359,6 +376,7 @@ fn measure(
         measured_gbs: Some(out.gbs),
         tuned_on: Some(g.name()),
         trials: out.trials,
+        objective,
     })
 }
 

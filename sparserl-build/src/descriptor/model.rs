@@ -51,6 +51,9 @@ pub(super) struct RawSparserl {
     pub(super) arch: Option<Value>,
     /// `budget-seconds = 30`: a positive number.
     pub(super) budget_seconds: Option<Value>,
+    /// `objective = "time" | "energy" | { time = w1, energy = w2 }`: the
+    /// crate's objective (kernels may override it).
+    pub(super) objective: Option<Value>,
     /// `[[package.metadata.sparserl.kernel]]`: the array of kernel tables.
     /// Kept loose so that a single table, an empty array or another type is
     /// reported as such; validation reads each entry as a [`RawKernel`]
@@ -81,6 +84,8 @@ pub(super) struct RawKernel {
     pub(super) epilogues: Option<Value>,
     /// `reorder = "auto" | "none" | "rcm" | "degree"`.
     pub(super) reorder: Option<Value>,
+    /// `objective = "time" | "energy" | { time = w1, energy = w2 }`.
+    pub(super) objective: Option<Value>,
 }
 
 /// A kernel's `pattern` table, tagged by its `kind` key.

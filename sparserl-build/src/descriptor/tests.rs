@@ -71,6 +71,7 @@ fn full_example_parses() {
             value: ValueType::F32,
             epilogues: vec![],
             reorder: None,
+            objective: crate::objective::Objective::Time,
             spmm: None,
             pattern: Pattern::Stencil {
                 grid: vec![1024, 1024],
@@ -326,7 +327,7 @@ fn unknown_top_level_key() {
     fails(
         &format!("[package.metadata.sparserl]\nfoo = 1\n{KERNEL}"),
         "package.metadata.sparserl.foo",
-        &["unknown key \"foo\"; allowed keys: arch, budget-seconds, kernel"],
+        &["unknown key \"foo\"; allowed keys: arch, budget-seconds, objective, kernel"],
     );
 }
 
@@ -898,6 +899,7 @@ fn load_samples_bad_index() {
 }
 
 mod kernel_keys;
+mod objective_keys;
 mod serde_model;
 
 #[cfg(unix)]

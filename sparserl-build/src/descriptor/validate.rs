@@ -28,7 +28,7 @@ pub(super) fn validate(cx: &Cx<'_>, doc: &Value) -> Result<Descriptor, Descripto
             ROOT,
             format!(
                 "no SparseRL descriptor: add a [{ROOT}] table (optional keys: arch, \
-                 budget-seconds) and at least one [[{ROOT}.kernel]] entry, e.g. \
+                 budget-seconds, objective) and at least one [[{ROOT}.kernel]] entry, e.g. \
                  name = \"my_kernel\", op = \"spmv\", value = \"f32\", \
                  pattern = {{ kind = \"stencil\", grid = [1024, 1024], points = 5 }}"
             ),
@@ -43,6 +43,10 @@ pub(super) fn validate(cx: &Cx<'_>, doc: &Value) -> Result<Descriptor, Descripto
         None => None,
         Some(v) => Some(positive_number(cx, &join_key(ROOT, "budget-seconds"), v)?),
     };
+    let objective = match &root.objective {
+        None => crate::objective::Objective::Time,
+        Some(v) => validate_objective(cx, &join_key(ROOT, "objective"), v)?,
+    };
     let kernels = kernel_tables(cx, root.kernel.as_ref())?;
 
     let mut decls = Vec::with_capacity(kernels.len());
@@ -52,7 +56,7 @@ pub(super) fn validate(cx: &Cx<'_>, doc: &Value) -> Result<Descriptor, Descripto
         let path = kernel_key_path(i);
         let raw = deserialize_at::<RawKernel>(item, path.clone())
             .map_err(|e| e.into_descriptor_error(cx.manifest, None))?;
-        let decl = validate_kernel(cx, &path, raw)?;
+        let decl = validate_kernel(cx, &path, raw, objective)?;
         // Every identifier the generated module derives from the name: the
         // type and the `NAME_SPEC` static (the name upper-cased).
         let idents = [
@@ -89,6 +93,7 @@ pub(super) fn validate(cx: &Cx<'_>, doc: &Value) -> Result<Descriptor, Descripto
         manifest: cx.manifest.to_path_buf(),
         arch,
         budget_seconds,
+        objective,
         kernels: decls,
     })
 }
@@ -167,7 +172,12 @@ fn validate_arch(cx: &Cx<'_>, path: &str, v: &Value) -> Result<Vec<String>, Desc
 }
 
 /// One kernel table at key path `path`.
-fn validate_kernel(cx: &Cx<'_>, path: &str, raw: RawKernel) -> Result<KernelDecl, DescriptorError> {
+fn validate_kernel(
+    cx: &Cx<'_>,
+    path: &str,
+    raw: RawKernel,
+    inherited: crate::objective::Objective,
+) -> Result<KernelDecl, DescriptorError> {
     let name_path = join_key(path, "name");
     let name = string(
         cx,
@@ -226,6 +236,7 @@ fn validate_kernel(cx: &Cx<'_>, path: &str, raw: RawKernel) -> Result<KernelDecl
         None => None,
         Some(v) => validate_reorder(cx, &join_key(path, "reorder"), v)?,
     };
+    let objective = kernel_objective(cx, path, op, raw.objective.as_ref(), inherited)?;
 
     Ok(KernelDecl {
         name: name.to_string(),
@@ -235,6 +246,7 @@ fn validate_kernel(cx: &Cx<'_>, path: &str, raw: RawKernel) -> Result<KernelDecl
         pattern,
         epilogues,
         reorder,
+        objective,
         spmm,
     })
 }

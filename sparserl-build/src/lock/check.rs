@@ -164,6 +164,7 @@ pattern = { kind = "stencil", grid = [8, 8], points = 5 }
             pct_copy: 2.0,
             candidates: 3,
             variant,
+            objective: None,
         }
     }
 

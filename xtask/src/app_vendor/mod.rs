@@ -373,11 +373,11 @@ pub mod gcn;
 mod pagerank;
 mod spmv;
 
-pub use cg::run_cg;
+pub use cg::{VendorCg, run_cg};
 pub(crate) use cublas::Blas;
 pub use cublas::blas_library_status;
 use cublas::{In, Mode, Out};
-pub use pagerank::run_pagerank;
+pub use pagerank::{VendorPr, run_pagerank};
 use spmv::SpmvPlan;
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! checks. Writes `app-h200.json` and `app-h200.md` into `--out`.
 
 pub mod check;
+pub mod energy;
 pub mod gcn;
 pub mod kernel;
 mod plot;
@@ -69,6 +70,11 @@ pub struct Args {
     /// `<out>/app-h200.json` (its other sections and keys are kept).
     #[arg(long, conflicts_with = "no_gcn")]
     pub gcn_only: bool,
+    /// Also measure joules per CG and PageRank iteration, ours and
+    /// cuSPARSE + cuBLAS (graph form), through NVML: about 2 s per case
+    /// (some 20 s on a full run of about 95 s).
+    #[arg(long)]
+    pub energy: bool,
 }
 
 /// Time per iteration of ours and of the vendor's two forms, and of our
@@ -119,6 +125,9 @@ struct CgCase {
     vendor_spmv_buffer_bytes: usize,
     memory_ratio: f64,
     floor_us_per_iter: f64,
+    /// Joules per iteration, both sides (`--energy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    energy: Option<energy::IterEnergy>,
 }
 
 /// One PageRank case.
@@ -144,6 +153,9 @@ struct PrCase {
     /// microbenchmark of `xtask bench`), microseconds; null when not measured.
     #[serde(default)]
     gather_floor_spmv_us: Option<f64>,
+    /// Joules per iteration, both sides (`--energy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    energy: Option<energy::IterEnergy>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -159,6 +171,13 @@ struct Summary {
     /// Geometric mean of the same over the real graphs.
     #[serde(default)]
     gcn_layer_speedup_real: Option<f64>,
+    /// Geomean over the CG cases of vendor joules per iteration / ours
+    /// (`--energy`; null when not measured).
+    #[serde(default)]
+    cg_energy_ratio: Option<f64>,
+    /// The same over the PageRank cases.
+    #[serde(default)]
+    pagerank_energy_ratio: Option<f64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -244,8 +263,7 @@ fn true_residual(a: &Csr, x: &[f64], b: &[f64]) -> f64 {
 }
 
 fn cg_case<T: Scalar>(
-    gpu: &Gpu,
-    tuner: &sparserl_build::GpuTuner,
+    (gpu, tuner, meter): (&Gpu, &sparserl_build::GpuTuner, Option<&energy::Energy>),
     name: &str,
     a: &Csr,
     args: &Args,
@@ -314,6 +332,27 @@ fn cg_case<T: Scalar>(
         "  ours {ours_us:.1} us/iter, vendor graph {:.1}, textbook {:.1}; residual {ours_res:.2e} vs {:.2e}",
         v.graph_us_per_iter, v.textbook_us_per_iter, v.rel_residual
     );
+    let energy = match meter {
+        None => None,
+        Some(m) => {
+            let mut vcg = app_vendor::VendorCg::<T>::new(gpu, a, &b)?;
+            let opts = |n| CgOptions {
+                tol: 0.0,
+                max_iters: n,
+                chunk: 50,
+            };
+            Some(m.case(
+                (ours_us, &mut |n| {
+                    Ok(cg.solve(gpu, &da, &db, &mut x2, &opts(n))?.launched as u64)
+                }),
+                (v.graph_us_per_iter, &mut |n| {
+                    vcg.time_graph(n, 50)?;
+                    Ok(n as u64)
+                }),
+                50,
+            )?)
+        }
+    };
     Ok(CgCase {
         name: name.into(),
         value: T::TYPE.to_string(),
@@ -338,6 +377,7 @@ fn cg_case<T: Scalar>(
         vendor_spmv_buffer_bytes: v.spmv_buffer_bytes,
         memory_ratio: ours_mem as f64 / vendor_mem.max(1) as f64,
         floor_us_per_iter: floor_bytes as f64 / (copy_gbs * 1e3),
+        energy,
     })
 }
 
@@ -377,8 +417,7 @@ fn cpu_pagerank(m: &Csr, mask: &[f64], d: f64, iters: usize) -> Vec<f64> {
 }
 
 fn pr_case(
-    gpu: &Gpu,
-    tuner: &sparserl_build::GpuTuner,
+    (gpu, tuner, meter): (&Gpu, &sparserl_build::GpuTuner, Option<&energy::Energy>),
     name: &str,
     m: &Csr,
     args: &Args,
@@ -446,6 +485,26 @@ fn pr_case(
         "  ours {ours_us:.1} us/iter, vendor graph {:.1}, textbook {:.1}; L1 {ours_l1:.2e} vs {vendor_l1:.2e}",
         v.graph_us_per_iter, v.textbook_us_per_iter
     );
+    let energy = match meter {
+        None => None,
+        Some(e) => {
+            let mut vpr = app_vendor::VendorPr::new(gpu, m, &dangling, 0.85)?;
+            Some(e.case(
+                (ours_us, &mut |n| {
+                    let o = PageRankOptions {
+                        max_iters: n,
+                        ..opts
+                    };
+                    Ok(solvers::pagerank(gpu, &k, &dm, &dmask, &mut x, &o)?.iterations as u64)
+                }),
+                (v.graph_us_per_iter, &mut |n| {
+                    vpr.time_graph(n, 10)?;
+                    Ok(n as u64)
+                }),
+                10,
+            )?)
+        }
+    };
     Ok(PrCase {
         name: name.into(),
         n,
@@ -466,6 +525,7 @@ fn pr_case(
         floor_us_per_iter: floor_bytes as f64 / (copy_gbs * 1e3),
         reorder_host_seconds: dm.reorder_cost().map(|d| d.as_secs_f64()),
         gather_floor_spmv_us,
+        energy,
     })
 }
 
@@ -539,6 +599,7 @@ fn markdown(r: &Report) -> String {
             c.vendor_device_bytes as f64 / 1e6
         );
     }
+    s += &energy_markdown(r);
     let floors: Vec<String> = r
         .pagerank
         .iter()
@@ -583,6 +644,52 @@ fn markdown(r: &Report) -> String {
         for e in &f.failures {
             s += &format!("- {e}\n");
         }
+    }
+    s
+}
+
+/// The `--energy` table: joules per iteration, both sides (empty when
+/// energy was not measured).
+fn energy_markdown(r: &Report) -> String {
+    let rows: Vec<(&str, &energy::IterEnergy)> =
+        r.cg.iter()
+            .filter_map(|c| Some((c.name.as_str(), c.energy.as_ref()?)))
+            .chain(
+                r.pagerank
+                    .iter()
+                    .filter_map(|c| Some((c.name.as_str(), c.energy.as_ref()?))),
+            )
+            .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\n## Energy per iteration (NVML, whole card)\n\nCG {} and PageRank {} (vendor J / ours, \
+         geomean). Each side runs whole solver calls of about {:.0} ms back to back; {} windows \
+         of at least {:.1} s; spread = (max - min) / median over the windows.\n\n\
+         | case | ours mJ/iter | W | spread | vendor mJ/iter | W | spread | vendor J / ours J |\n\
+         |---|---|---|---|---|---|---|---|\n",
+        r.summary
+            .cg_energy_ratio
+            .map_or("-".into(), |x| format!("{x:.2}x")),
+        r.summary
+            .pagerank_energy_ratio
+            .map_or("-".into(), |x| format!("{x:.2}x")),
+        energy::CALL_SECONDS * 1e3,
+        energy::REPEATS,
+        energy::WINDOW_S
+    );
+    for (name, e) in rows {
+        s += &format!(
+            "| {name} | {:.4} | {:.0} | {:.1}% | {:.4} | {:.0} | {:.1}% | **{:.2}x** |\n",
+            e.ours_joules_per_iter * 1e3,
+            e.ours_avg_power_w,
+            e.ours_spread * 100.0,
+            e.vendor_joules_per_iter * 1e3,
+            e.vendor_avg_power_w,
+            e.vendor_spread * 100.0,
+            e.energy_ratio
+        );
     }
     s
 }
@@ -658,6 +765,12 @@ pub fn run(args: Args) -> Result<()> {
         gpu.name(),
         gpu.arch()
     );
+    let meter = if args.energy {
+        Some(energy::Energy::open(&gpu)?)
+    } else {
+        None
+    };
+    let on = (&gpu, &tuner, meter.as_ref());
     let fused_check = if args.no_check {
         None
     } else {
@@ -665,16 +778,14 @@ pub fn run(args: Args) -> Result<()> {
     };
     let cg = vec![
         cg_case::<f64>(
-            &gpu,
-            &tuner,
+            on,
             "poisson3d-128",
             &synth::stencil(&[128, 128, 128], 7)?,
             &args,
             copy_gbs,
         )?,
         cg_case::<f32>(
-            &gpu,
-            &tuner,
+            on,
             "poisson2d-2048",
             &synth::stencil(&[2048, 2048], 5)?,
             &args,
@@ -682,8 +793,7 @@ pub fn run(args: Args) -> Result<()> {
         )?,
     ];
     let mut pagerank = vec![pr_case(
-        &gpu,
-        &tuner,
+        on,
         "power-law-1M",
         &link_matrix(&synth::power_law(1_000_000, 16.0, 2.1, 7)?)?,
         &args,
@@ -703,14 +813,7 @@ pub fn run(args: Args) -> Result<()> {
             eprintln!("skipping graph {g}: not square");
             continue;
         }
-        pagerank.push(pr_case(
-            &gpu,
-            &tuner,
-            g,
-            &link_matrix(&a)?,
-            &args,
-            copy_gbs,
-        )?);
+        pagerank.push(pr_case(on, g, &link_matrix(&a)?, &args, copy_gbs)?);
     }
     let gcn = if args.no_gcn {
         Vec::new()
@@ -737,6 +840,10 @@ pub fn run(args: Args) -> Result<()> {
             poisson3d_memory_ratio: cg[0].memory_ratio,
             gcn_layer_speedup: None,
             gcn_layer_speedup_real: None,
+            cg_energy_ratio: energy::geomean_ratio(cg.iter().map(|c| c.energy.as_ref())),
+            pagerank_energy_ratio: energy::geomean_ratio(
+                pagerank.iter().map(|c| c.energy.as_ref()),
+            ),
         },
         cg,
         pagerank,

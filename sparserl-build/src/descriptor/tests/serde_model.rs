@@ -37,7 +37,7 @@ fn unknown_keys_name_every_allowed_key() {
     fails(
         &format!("[package.metadata.sparserl]\n\"a b\" = 1\n{KERNEL}"),
         "package.metadata.sparserl.\"a b\"",
-        &["unknown key \"a b\"; allowed keys: arch, budget-seconds, kernel"],
+        &["unknown key \"a b\"; allowed keys: arch, budget-seconds, objective, kernel"],
     );
     fails(
         &format!("{KERNEL}zzz = 1\n"),
