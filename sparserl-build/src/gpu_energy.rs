@@ -10,7 +10,7 @@
 
 use crate::gpu::{GpuTuner, load_variant_with};
 use crate::objective::Objective;
-use crate::search::energy::{self, EnergySearch, EnergySource, ObjectiveChoice};
+use crate::search::energy::{self, EnergySearch, EnergySource, ObjectiveChoice, Unmeasured};
 use crate::search::{SearchError, TuneOutcome};
 use sparserl_rt::energy::{EnergyMeasurement, EnergyMeter, EnergyOptions};
 use sparserl_rt::{Bench, Csr, Epilogue, Gpu, RtError, Scalar, ValueType, Variant, tolerance};
@@ -51,11 +51,11 @@ impl<'a, T: Scalar> GpuEnergySource<'a, T> {
 
 /// A failure that destroys the context stops the build; others only rule
 /// the variant out of the energy pick.
-fn classify(e: RtError) -> Result<String, SearchError> {
+fn classify(e: RtError) -> Result<RtError, SearchError> {
     if e.is_context_fatal() {
         Err(SearchError::Source(e))
     } else {
-        Ok(e.to_string())
+        Ok(e)
     }
 }
 
@@ -63,23 +63,21 @@ impl<T: Scalar> EnergySource for GpuEnergySource<'_, T> {
     fn measure(
         &mut self,
         variant: &Variant,
-    ) -> Result<Result<EnergyMeasurement, String>, SearchError> {
+    ) -> Result<Result<EnergyMeasurement, Unmeasured>, SearchError> {
         let func = match load_variant_with::<T>(self.gpu, variant, self.epilogue) {
             Ok(f) => f,
-            Err(e) => return Ok(Err(format!("compile failed: {e}"))),
+            Err(e) => return Ok(Err(Unmeasured::Compile(e))),
         };
         // SAFETY: `func` is the entry of codegen::generate_with(variant, T,
         // [epilogue]) for this source's epilogue, the one the bench was set
         // up with, compiled and loaded by load_variant_with for this GPU.
         let err = match unsafe { self.bench.check(&func, variant) } {
             Ok(e) => e,
-            Err(e) => return classify(e).map(|why| Err(format!("check failed: {why}"))),
+            Err(e) => return classify(e).map(|e| Err(Unmeasured::Check(e))),
         };
         let tol = tolerance(T::TYPE);
         if err.is_nan() || err > tol {
-            return Ok(Err(format!(
-                "relative error {err:.3e} above tolerance {tol:.0e}: not measured"
-            )));
+            return Ok(Err(Unmeasured::Wrong { err, tol }));
         }
         let (gpu, meter, opts) = (self.gpu, self.meter, self.opts);
         // SAFETY: as above.
@@ -94,8 +92,8 @@ impl<T: Scalar> EnergySource for GpuEnergySource<'_, T> {
         };
         match m {
             Ok(m) => Ok(Ok(m)),
-            Err(MeasureError::Rt(e)) => classify(e).map(Err),
-            Err(MeasureError::Energy(e)) => Ok(Err(e.to_string())),
+            Err(MeasureError::Rt(e)) => classify(e).map(|e| Err(Unmeasured::Launch(e))),
+            Err(MeasureError::Energy(e)) => Ok(Err(Unmeasured::Energy(e))),
         }
     }
 }
@@ -140,13 +138,14 @@ pub fn unavailable_notice(why: &str) -> Option<String> {
 /// The opened energy meter, or (when it could not be opened: `why`) the
 /// time pick with a record saying why, after one message per process to
 /// `notice`.
-pub fn open_or_fallback<M>(
-    opened: Result<M, String>,
+pub fn open_or_fallback<M, E: std::fmt::Display>(
+    opened: Result<M, E>,
     objective: &Objective,
     out: &TuneOutcome,
     notice: &mut dyn FnMut(&str),
 ) -> Result<M, Box<ObjectiveChoice>> {
     opened.map_err(|why| {
+        let why = why.to_string();
         if let Some(msg) = unavailable_notice(&why) {
             notice(&msg);
         }
@@ -175,7 +174,7 @@ pub fn apply_objective(
     let Some(sample) = samples.first().copied() else {
         return Ok(energy::fallback(objective, out, "no sample".into()));
     };
-    let opened = EnergyMeter::new(tuner.gpu()).map_err(|e| e.to_string());
+    let opened = EnergyMeter::new(tuner.gpu());
     let meter = match open_or_fallback(opened, objective, out, notice) {
         Ok(m) => m,
         Err(time_pick) => return Ok(*time_pick),
@@ -218,7 +217,7 @@ mod tests {
         };
         let mut said = Vec::new();
         for _ in 0..2 {
-            let r = open_or_fallback::<()>(
+            let r = open_or_fallback::<(), String>(
                 Err(missing.to_string()),
                 &Objective::Energy,
                 &out,
@@ -243,7 +242,7 @@ mod tests {
         assert_eq!(finalists(&out, 3).len(), 1);
         // A meter that opened is passed through untouched.
         assert_eq!(
-            open_or_fallback(Ok(7), &Objective::Energy, &out, &mut |_| ()),
+            open_or_fallback::<_, String>(Ok(7), &Objective::Energy, &out, &mut |_| ()),
             Ok(7)
         );
     }

@@ -47,6 +47,35 @@ impl Default for EnergySearch {
     }
 }
 
+/// Why one finalist has no energy figure (it is then not a candidate of
+/// the energy pick; its record keeps the reason).
+#[derive(Debug, thiserror::Error)]
+pub enum Unmeasured {
+    /// Generating, compiling or loading the variant failed.
+    #[error("compile failed: {0}")]
+    Compile(#[source] crate::gpu::GpuError),
+    /// The float64 check could not run.
+    #[error("check failed: {0}")]
+    Check(#[source] sparserl_rt::RtError),
+    /// The check ran and the result was wrong.
+    #[error("relative error {err:.3e} above tolerance {tol:.0e}: not measured")]
+    Wrong {
+        /// The largest per-row relative error.
+        err: f64,
+        /// The tolerance of the value type.
+        tol: f64,
+    },
+    /// A launch of the timed loop failed.
+    #[error("{0}")]
+    Launch(#[source] sparserl_rt::RtError),
+    /// The energy counter gave no usable figure.
+    #[error("{0}")]
+    Energy(#[source] sparserl_rt::energy::EnergyError),
+    /// A recorded source (tests, replays) has no figure for the variant.
+    #[error("{0}")]
+    NotRecorded(&'static str),
+}
+
 /// Where energy measurements come from.
 pub trait EnergySource {
     /// Checks `variant` against the float64 reference and measures its
@@ -55,7 +84,7 @@ pub trait EnergySource {
     fn measure(
         &mut self,
         variant: &Variant,
-    ) -> Result<Result<EnergyMeasurement, String>, SearchError>;
+    ) -> Result<Result<EnergyMeasurement, Unmeasured>, SearchError>;
 }
 
 /// The search's finalists: the winner first, then the other variants that
@@ -147,7 +176,7 @@ pub fn apply(
                 r.spread = Some(m.spread);
                 r.avg_power_w = Some(m.avg_power_w);
             }
-            Err(why) => r.error = Some(why),
+            Err(why) => r.error = Some(why.to_string()),
         }
         recs.push(r);
     }

@@ -43,6 +43,17 @@ enum UnitError {
     Compile(#[source] crate::nvrtc::NvrtcError),
 }
 
+/// Why a unit's entries could not be loaded.
+#[derive(Debug, thiserror::Error)]
+enum Unloaded<'a> {
+    /// The unit did not generate or compile.
+    #[error("compile: {0}")]
+    Unit(&'a UnitError),
+    /// The driver did not load its module.
+    #[error("{0}")]
+    Load(#[source] RtError),
+}
+
 /// The widths [`check_all`] covers by default.
 pub const CHECK_WIDTHS: [usize; 7] = [1, 5, 16, 32, 64, 128, 256];
 
@@ -201,13 +212,13 @@ fn check_value<T: Scalar>(
                 .filter(|u| u.value == T::TYPE && u.layout == layout && u.n == n);
             for u in here {
                 let which = unit_entries(u.n);
-                let loaded: Result<Vec<SpmmFunctions>, String> = match &u.ptx {
-                    Err(e) => Err(format!("compile: {e}")),
+                let loaded: Result<Vec<SpmmFunctions>, Unloaded<'_>> = match &u.ptx {
+                    Err(e) => Err(Unloaded::Unit(e)),
                     // SAFETY: the PTX was compiled from the generator's unit for exactly
                     // this variant, value type, layout and width, which holds these entries.
                     Ok(ptx) => {
                         unsafe { load_ptx_entries(gpu, ptx, &u.v, u.value, u.layout, &which) }
-                            .map_err(|e| e.to_string())
+                            .map_err(Unloaded::Load)
                     }
                 };
                 for (name, bench) in &benches {
@@ -230,7 +241,7 @@ fn unit_entries(n: usize) -> [(Option<usize>, Option<SpmmEpilogue>); 4] {
 fn check_unit<T: Scalar>(
     bench: &SpmmBench<T>,
     u: &Unit,
-    loaded: &Result<Vec<SpmmFunctions>, String>,
+    loaded: &Result<Vec<SpmmFunctions>, Unloaded<'_>>,
     matrix: &str,
     report: &mut SpmmCheckReport,
 ) -> Result<(), RtError> {
@@ -246,7 +257,7 @@ fn check_unit<T: Scalar>(
             ep.map_or("plain", |e| e.as_str())
         );
         let outcome = match &loaded {
-            Err(e) => Err(e.clone()),
+            Err(e) => Err(e.to_string()),
             // SAFETY: entry k of the unit loaded above, for this bench's layout and type.
             Ok(fs) => match unsafe { bench.check(&fs[k], ep) }.and_then(|e| {
                 // The tuned plain entry also runs captured in a CUDA graph.

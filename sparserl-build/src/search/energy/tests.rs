@@ -62,7 +62,7 @@ fn m(seconds: f64, joules: f64, spread: f64) -> EnergyMeasurement {
 
 /// Recorded measurements per variant; a variant without one fails.
 struct Recorded {
-    table: HashMap<Variant, Result<EnergyMeasurement, String>>,
+    table: HashMap<Variant, Result<EnergyMeasurement, &'static str>>,
     asked: Vec<Variant>,
     fatal: bool,
 }
@@ -71,7 +71,7 @@ impl EnergySource for Recorded {
     fn measure(
         &mut self,
         variant: &Variant,
-    ) -> Result<Result<EnergyMeasurement, String>, SearchError> {
+    ) -> Result<Result<EnergyMeasurement, Unmeasured>, SearchError> {
         self.asked.push(*variant);
         if self.fatal {
             return Err(SearchError::Source(sparserl_rt::RtError::InvalidArgument(
@@ -82,11 +82,12 @@ impl EnergySource for Recorded {
             .table
             .get(variant)
             .cloned()
-            .unwrap_or_else(|| Err("not recorded".into())))
+            .unwrap_or(Err("not recorded"))
+            .map_err(Unmeasured::NotRecorded))
     }
 }
 
-fn source(entries: Vec<(Variant, Result<EnergyMeasurement, String>)>) -> Recorded {
+fn source(entries: Vec<(Variant, Result<EnergyMeasurement, &'static str>)>) -> Recorded {
     Recorded {
         table: entries.into_iter().collect(),
         asked: Vec::new(),
@@ -155,7 +156,7 @@ fn a_difference_within_the_noise_keeps_the_time_pick() {
     let mut src = source(vec![
         (v[0], Ok(m(1.0e-5, 1.0e-3, 0.05))),
         (v[1], Ok(m(1.1e-5, 0.97e-3, 0.01))), // 3% less, spread 5%
-        (v[2], Err("check failed: wrong result".into())),
+        (v[2], Err("check failed: wrong result")),
     ]);
     let c = apply(
         &Objective::Energy,
