@@ -56,8 +56,9 @@ fn iterations_per_call_cover_the_call_time_in_whole_chunks() {
 #[test]
 fn energy_per_iteration_is_reported_when_measured() {
     use sparserl_rt::energy::EnergyMeasurement;
-    // A report from before `--energy`: it parses, without energy keys.
-    let mut r = committed_report("docs/benchmarks/app-h200.json");
+    // A report from before `--energy` (the run of 829d61c): it parses,
+    // without energy keys.
+    let mut r = committed_report("docs/benchmarks/runs/app/14-829d61c/app-h200.json");
     assert!(r.cg.iter().all(|c| c.energy.is_none()));
     assert_eq!(r.summary.cg_energy_ratio, None);
     assert!(!markdown(&r).contains("Energy per iteration"));
