@@ -80,6 +80,9 @@ fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
         // A separate target dir: the outer test run holds the workspace's.
         .env("CARGO_TARGET_DIR", workspace().join("target/throwaway"))
         .env("SPARSERL_MODE", "policy")
+        // Every run builds the kernels afresh (a cache hit from an earlier
+        // run would skip the policy and its report lines).
+        .env("SPARSERL_CACHE", "off")
         .env_remove("RUSTFLAGS")
         .output()
         .expect("cargo runs")
