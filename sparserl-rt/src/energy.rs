@@ -320,11 +320,23 @@ impl EnergyMeter {
         // The loop runs past the last window by a margin of several updates.
         let busy_s = opts.warmup_s + opts.window_s * (opts.repeats as f64 + 0.5) + 0.05;
         let rec = self.record_busy(gpu, launch, chunk, busy_s)?;
+        self.conclude(rec, busy_s, opts)
+    }
+
+    /// The measurement of a busy loop of `busy_s` seconds recorded in
+    /// `rec` (counter changes and completions): the changes after the
+    /// warm-up cut into `opts.repeats` windows, the counter's update
+    /// interval, the idle power when `opts.idle`.
+    fn conclude<E: From<EnergyError>>(
+        &self,
+        rec: Recording,
+        busy_s: f64,
+        opts: &EnergyOptions,
+    ) -> Result<EnergyMeasurement, E> {
         let warm_ns = (opts.warmup_s * 1e9) as u64;
         let edges: Vec<CounterSample> = rec
             .edges
-            .iter()
-            .copied()
+            .into_iter()
             .filter(|e| e.t_ns >= warm_ns)
             .collect();
         let windows = busy_windows(&edges, &rec.done, opts.window_s, opts.repeats);

@@ -9,7 +9,6 @@
 //! work, which is why each call should be long against them.
 
 use super::{Completion, EnergyError, EnergyMeasurement, EnergyMeter, EnergyOptions, Recording};
-use super::{busy_windows, counter_stats};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -41,26 +40,9 @@ impl EnergyMeter {
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
             (rec, work)
         });
-        let (rec, done) = (rec?, done?);
-        let warm_ns = (opts.warmup_s * 1e9) as u64;
-        let edges: Vec<_> = rec
-            .edges
-            .into_iter()
-            .filter(|e| e.t_ns >= warm_ns)
-            .collect();
-        let windows = busy_windows(&edges, &done, opts.window_s, opts.repeats);
-        let interval = counter_stats(&edges, rec.polls, busy_s).map_or(f64::NAN, |s| s.interval_ms);
-        let idle = if opts.idle {
-            Some(self.idle_power(opts.window_s)?)
-        } else {
-            None
-        };
-        EnergyMeasurement::from_windows(&windows, idle, interval).ok_or_else(|| {
-            E::from(EnergyError::TooFewUpdates {
-                changes: edges.len(),
-                seconds: busy_s - opts.warmup_s,
-            })
-        })
+        let (mut rec, done) = (rec?, done?);
+        rec.done = done;
+        self.conclude(rec, busy_s, opts)
     }
 
     /// Polls the counter every 100 us until `stop` is set.
