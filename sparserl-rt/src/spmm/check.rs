@@ -230,8 +230,9 @@ fn check_value<T: Scalar>(
     Ok(())
 }
 
-/// The `(width, epilogue)` entries of a unit: tuned and generic width, plain and fused.
-fn unit_entries(n: usize) -> [(Option<usize>, Option<SpmmEpilogue>); 4] {
+/// The `(width, epilogue)` entries of a unit at width `n`, in the order
+/// they are loaded and checked: tuned and generic width, plain and fused.
+pub fn unit_entries(n: usize) -> [(Option<usize>, Option<SpmmEpilogue>); 4] {
     let f = Some(SpmmEpilogue::BiasRelu);
     [(Some(n), None), (Some(n), f), (None, None), (None, f)]
 }

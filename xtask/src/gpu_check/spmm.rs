@@ -8,7 +8,7 @@
 
 use super::*;
 use sparserl_rt::dense::DenseLayout;
-use sparserl_rt::spmm::check::{SpmmCheckReport, check_all};
+use sparserl_rt::spmm::check::{SpmmCheckReport, check_all, unit_entries};
 use sparserl_rt::spmm::measure::{SpmmBench, load_ptx_entries};
 use sparserl_rt::spmm::{SpmmEpilogue, SpmmFunctions, SpmmVariant, spmm_space};
 
@@ -141,13 +141,6 @@ fn compile_units(gpu: &Gpu, value: ValueType, widths: &[usize]) -> Units {
         .collect()
 }
 
-/// The four entries of a unit (tuned and generic width, plain and
-/// bias-relu), in that order.
-fn real_entries(n: usize) -> [(Option<usize>, Option<SpmmEpilogue>); 4] {
-    let f = Some(SpmmEpilogue::BiasRelu);
-    [(Some(n), None), (Some(n), f), (None, None), (None, f)]
-}
-
 /// A unit's entries loaded from its PTX, or why they could not be.
 fn load_unit(
     gpu: &Gpu,
@@ -160,7 +153,7 @@ fn load_unit(
     let ptx = ptx.as_ref().map_err(|e| format!("compile: {e}"))?;
     // SAFETY: the PTX was compiled from the generator's unit for exactly this
     // variant, value type, layout and width, which holds these entries.
-    unsafe { load_ptx_entries(gpu, ptx, v, value, layout, &real_entries(n)) }
+    unsafe { load_ptx_entries(gpu, ptx, v, value, layout, &unit_entries(n)) }
         .map_err(|e| format!("load: {e}"))
 }
 
@@ -186,7 +179,7 @@ fn check_real_unit<T: Scalar>(
             return Ok(());
         }
     };
-    for (fsk, &(w, ep)) in fs.iter().zip(&real_entries(bench.n())) {
+    for (fsk, &(w, ep)) in fs.iter().zip(&unit_entries(bench.n())) {
         let entry = format!(
             "{} {}",
             w.map_or("generic".into(), |w| format!("n{w}")),
