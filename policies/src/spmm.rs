@@ -12,7 +12,7 @@ use sparserl_rt::spmm::{SpmmStrategy, SpmmVariant, spmm_space};
 use sparserl_rt::{Features, ValueType};
 
 /// Version of the SpMM prior (part of SpMM cache keys).
-pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-2";
+pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-3";
 
 /// Lanes an H200-class GPU keeps busy at once (132 SMs x 2048 threads).
 const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
@@ -62,7 +62,8 @@ pub fn spmm_prior_for(
 ///   construction and pays the atomics of rows cut at range edges
 ///   (`0.85 / (1 + 0.3 min(4, m / (32 items)))`) and its pre-pass (x 0.9);
 /// - gathers: row-major X rows are contiguous (vector loads of 1 / 2 / 4
-///   columns: x 0.8 / 0.93 / 1.0); a col-major X row is strided, so lanes
+///   columns: x 0.8 / 0.93 / 1.0; col-tile loads `min(tile, 4)` columns
+///   at once, and a step is one such load); a col-major X row is strided, so lanes
 ///   over columns (row-warp, nnz-split) touch one sector per column (x 0.5)
 ///   while col-tile's lanes over rows of one column chunk keep sectors
 ///   (x 0.9).
@@ -70,8 +71,9 @@ pub fn spmm_prior_for(
 /// The critical path: row-warp `max_row coarsen`, col-tile
 /// `ceil(max_row / g) tile`, nnz-split the sum of
 /// `32 items coarsen / min(unroll, g)`, `2 min(32 items / m, 32 items)` and
-/// `log2(rows) / (5 if g = 32 else 1)` (the range walked one nonzero at a time with that many loads in flight,
-/// a dependent row-pointer load per row boundary, the first row's search).
+/// `log2(rows) / log2(g)` (the range walked one nonzero at a time with that
+/// many loads in flight, a dependent row-pointer load per row boundary, the
+/// first row's `g`-way search by the stream's lanes).
 ///
 /// Knobs: `__ldg` (x 1 / 0.97), block 256 (x 1, 128 / 512 x 0.99, else
 /// 0.98), unroll 4 on rows of 8+ nonzeros (x 1.01).
@@ -114,18 +116,23 @@ pub fn spmm_prior_score(
             // time (coarsen loads each), min(unroll, g) loads in flight; each
             // row boundary inside the range is a dependent load of the row
             // pointers (2 steps); finding the first row is a binary search
-            // (a 32-way warp search for whole-warp streams).
+            // (a g-way search of the stream's lanes: log_g(rows) rounds).
             let range = 32.0 * items;
             let in_flight = f64::from(v.unroll.min(v.group).max(1));
-            let search = f.rows.max(2.0).log2() / if v.group == 32 { 5.0 } else { 1.0 };
+            let search = f.rows.max(2.0).log2() / g.log2().max(1.0);
             (
                 0.85 * atomics * 0.9,
                 range * f64::from(v.coarsen) / in_flight + 2.0 * (range / m).min(range) + search,
             )
         }
     };
+    // Col-tile loads min(tile, 4) columns at once from a row-major X.
+    let vec = match (layout, v.strategy) {
+        (DenseLayout::RowMajor, SpmmStrategy::ColTile) => v.tile.clamp(1, 4),
+        _ => v.vec.max(1),
+    };
     let gathers = match (layout, v.strategy) {
-        (DenseLayout::RowMajor, _) => match v.vec {
+        (DenseLayout::RowMajor, _) => match vec {
             1 => 0.8,
             2 => 0.93,
             _ => 1.0,
@@ -134,7 +141,7 @@ pub fn spmm_prior_score(
         (DenseLayout::ColMajor, _) => 0.5,
     };
     let eff = (col_use * traffic * balance * gathers).max(1e-9);
-    let w = (f.nnz * n / f64::from(v.vec.max(1)) / CONCURRENT_LANES).max(1e-9);
+    let w = (f.nnz * n / f64::from(vec) / CONCURRENT_LANES).max(1e-9);
     let base = w / (w / eff).max(critical).max(1.0);
     let ldg = if v.ldg_x { 1.0 } else { 0.97 };
     let block = match v.block {

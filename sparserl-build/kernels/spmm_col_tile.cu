@@ -4,8 +4,9 @@
 // lanes share it (GROUP = 1: a thread per item, as thread-per-row SpMV).
 // The lanes split the row's nonzeros (stride GROUP), each keeping TILE_K
 // accumulators, so the row's (column, value) pairs are read once per tile
-// instead of once per column; the partial tiles are summed with a butterfly
-// of shuffles and lane j stores columns j, j + GROUP, ... of the tile. With
+// instead of once per column (row-major X: loads of up to 4 columns when X
+// is aligned); the partial tiles are summed with a reduce-scatter of
+// shuffles (each lane ends with TILE_K / GROUP columns, or shares one). With
 // column-major X and Y consecutive items are consecutive rows of one tile
 // (coalesced stores, the X gathers of one column together); with row-major
 // they are consecutive tiles of one row.
@@ -19,13 +20,30 @@
 #ifndef SPARSERL_SPMM_COL_TILE_BODY
 #define SPARSERL_SPMM_COL_TILE_BODY
 
-template <bool FULL>
+// Columns one X load covers in a full tile: TILE_K up to 4 (float2 /
+// float4 / pairs of double2), when X is row-major and VX (aligned).
+#define SPMM_CT_VEC (TILE_K < 4 ? TILE_K : 4)
+
+template <bool FULL, bool VX>
 __device__ __forceinline__ void spmm_ct_fma(T* blk, const T* __restrict__ x, int ldx, int c,
                                             T v, int c0, int n) {
+    if constexpr (FULL && VX && SPMM_LAYOUT == 0 && SPMM_CT_VEC > 1) {
+        // c0 is a multiple of TILE_K, so every SPMM_CT_VEC-wide load is aligned.
 #pragma unroll
-    for (int q = 0; q < TILE_K; ++q) {
-        if (FULL || c0 + q < n) {
-            blk[q] += v * spmm_load_x(x + spmm_at(c, c0 + q, ldx));
+        for (int q = 0; q < TILE_K; q += SPMM_CT_VEC) {
+            T xv[SPMM_CT_VEC];
+            spmm_load_vec<SPMM_CT_VEC>(x + spmm_at(c, c0 + q, ldx), xv);
+#pragma unroll
+            for (int e = 0; e < SPMM_CT_VEC; ++e) {
+                blk[q + e] += v * xv[e];
+            }
+        }
+    } else {
+#pragma unroll
+        for (int q = 0; q < TILE_K; ++q) {
+            if (FULL || c0 + q < n) {
+                blk[q] += v * spmm_load_x(x + spmm_at(c, c0 + q, ldx));
+            }
         }
     }
 }
@@ -43,7 +61,7 @@ __device__ __forceinline__ void spmm_ct_blk_add(SPMM_ACC* acc, T* blk) {
 // products summed in T, the block sum added into the double accumulators
 // whenever it holds SPMM_BLOCK_TERMS products or the next batch would pass
 // that (so a block never holds more), and at the end.
-template <bool FULL>
+template <bool FULL, bool VX>
 __device__ __forceinline__ void spmm_ct_row(SPMM_ACC* acc, const int* __restrict__ indices,
                                             const T* __restrict__ values, const T* __restrict__ x,
                                             int ldx, int k, int end, int c0, int n) {
@@ -64,7 +82,7 @@ __device__ __forceinline__ void spmm_ct_row(SPMM_ACC* acc, const int* __restrict
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            spmm_ct_fma<FULL>(blk, x, ldx, c[u], v[u], c0, n);
+            spmm_ct_fma<FULL, VX>(blk, x, ldx, c[u], v[u], c0, n);
         }
         terms += U;
         if (terms > SPMM_BLOCK_TERMS - U) {
@@ -73,7 +91,7 @@ __device__ __forceinline__ void spmm_ct_row(SPMM_ACC* acc, const int* __restrict
         }
     }
     for (; k < end; k += GROUP) {
-        spmm_ct_fma<FULL>(blk, x, ldx, indices[k], values[k], c0, n);
+        spmm_ct_fma<FULL, VX>(blk, x, ldx, indices[k], values[k], c0, n);
         if (++terms == SPMM_BLOCK_TERMS) {
             spmm_ct_blk_add(acc, blk);
             terms = 0;
@@ -82,7 +100,37 @@ __device__ __forceinline__ void spmm_ct_row(SPMM_ACC* acc, const int* __restrict
     spmm_ct_blk_add(acc, blk);
 }
 
-template <int N_CT, int EPI>
+// Reduce-scatter of the tile over the GROUP lanes, offsets GROUP / 2 down
+// to 1: while a lane holds M > 1 columns it keeps one half (the upper one
+// when its offset bit is set) and adds the partner's sums of that half (M / 2
+// shuffles instead of M); once M == 1 the remaining offsets are a butterfly.
+// The lane ends with the group's sums of tile columns [cb, cb + M_END).
+template <int M, int O>
+__device__ __forceinline__ void spmm_ct_reduce(SPMM_ACC* acc, int lane, unsigned mask, int& cb) {
+    if constexpr (O >= 1) {
+        if constexpr (M > 1) {
+            const bool up = (lane & O) != 0;
+#pragma unroll
+            for (int i = 0; i < M / 2; ++i) {
+                const SPMM_ACC send = up ? acc[i] : acc[i + M / 2];
+                const SPMM_ACC keep = up ? acc[i + M / 2] : acc[i];
+                acc[i] = keep + __shfl_xor_sync(mask, send, O, GROUP);
+            }
+            cb += up ? M / 2 : 0;
+            spmm_ct_reduce<M / 2, O / 2>(acc, lane, mask, cb);
+        } else {
+            acc[0] += __shfl_xor_sync(mask, acc[0], O, GROUP);
+            spmm_ct_reduce<1, O / 2>(acc, lane, mask, cb);
+        }
+    }
+}
+
+// Tile columns a lane holds after the reduce-scatter, and the lanes sharing
+// them (only the first of each SPMM_CT_SHARE stores).
+#define SPMM_CT_HOLD (TILE_K > GROUP ? TILE_K / GROUP : 1)
+#define SPMM_CT_SHARE (GROUP > TILE_K ? GROUP / TILE_K : 1)
+
+template <int N_CT, int EPI, bool VX>
 __device__ __forceinline__ void spmm_col_tile(const int rows, const int n_rt,
                                               const int* __restrict__ indptr,
                                               const int* __restrict__ indices,
@@ -112,22 +160,20 @@ __device__ __forceinline__ void spmm_col_tile(const int rows, const int n_rt,
             acc[q] = (SPMM_ACC)0;
         }
         if (c0 + TILE_K <= n) {
-            spmm_ct_row<true>(acc, indices, values, x, ldx, indptr[row] + lane, end, c0, n);
+            spmm_ct_row<true, VX>(acc, indices, values, x, ldx, indptr[row] + lane, end, c0, n);
         } else {
-            spmm_ct_row<false>(acc, indices, values, x, ldx, indptr[row] + lane, end, c0, n);
+            spmm_ct_row<false, VX>(acc, indices, values, x, ldx, indptr[row] + lane, end, c0, n);
         }
+        int cb = 0;
+        spmm_ct_reduce<TILE_K, GROUP / 2>(acc, lane, mask, cb);
+        if (lane % SPMM_CT_SHARE == 0) {
 #pragma unroll
-        for (int q = 0; q < TILE_K; ++q) {
-#pragma unroll
-            for (int off = GROUP / 2; off > 0; off >>= 1) {
-                acc[q] += __shfl_xor_sync(mask, acc[q], off, GROUP);
-            }
-        }
-#pragma unroll
-        for (int q = 0; q < TILE_K; ++q) {
-            if (q % GROUP == lane && c0 + q < n) {
-                const long long at = spmm_at(row, c0 + q, ldy);
-                y[at] = spmm_final<EPI>(acc[q], y, at, alpha, beta, bias, c0 + q);
+            for (int i = 0; i < SPMM_CT_HOLD; ++i) {
+                const int col = c0 + cb + i;
+                if (col < n) {
+                    const long long at = spmm_at(row, col, ldy);
+                    y[at] = spmm_final<EPI>(acc[i], y, at, alpha, beta, bias, col);
+                }
             }
         }
     }
@@ -145,6 +191,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK) ENTRY(
     if (n <= 0 || (SPMM_N > 0 && n != SPMM_N)) {
         return;
     }
-    spmm_col_tile<SPMM_N, SPMM_EPILOGUE>(rows, n, indptr, indices, values, x, ldx, y, ldy, alpha,
-                                         beta, bias);
+    // X rows through SPMM_CT_VEC-wide loads when X allows them (uniform).
+    if (spmm_vec_ok<SPMM_CT_VEC>(x, ldx, x, ldx)) {
+        spmm_col_tile<SPMM_N, SPMM_EPILOGUE, true>(rows, n, indptr, indices, values, x, ldx, y,
+                                                   ldy, alpha, beta, bias);
+    } else {
+        spmm_col_tile<SPMM_N, SPMM_EPILOGUE, false>(rows, n, indptr, indices, values, x, ldx, y,
+                                                    ldy, alpha, beta, bias);
+    }
 }

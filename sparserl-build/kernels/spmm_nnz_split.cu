@@ -5,8 +5,8 @@
 // GROUP lanes (32 / GROUP streams per warp: narrow widths keep every lane
 // busy) with a grid-stride loop, so a hub row of a power-law graph is
 // shared by many streams instead of serialising one. The stream finds the
-// row of its first nonzero (GROUP == 32: a warp-cooperative 32-way search;
-// else each lane's binary search, the same probes across the stream), then
+// row of its first nonzero with a GROUP-way cooperative search (each lane
+// probes one point per round, a ballot narrows the window), then
 // walks the range GROUP nonzeros at a time: one coalesced (column, value)
 // load per lane, broadcast by shuffles within the stream, each lane
 // accumulating its V x COARSEN columns (slice q at q * GROUP * V + lane * V);
@@ -114,12 +114,34 @@ __device__ __forceinline__ void spmm_ns_flush(SPMM_ACC (*acc)[V], T* __restrict_
     }
 }
 
+// The last row r in [lo, hi] with indptr[r] <= k, for a stream of G lanes
+// (every lane calls it with the same arguments; `lane` is its index in the
+// stream, `mask` the stream's lanes): G probes per round narrowed by a
+// ballot, log_G(rows) dependent loads instead of log_2(rows), then one
+// ballot over the final window. Requires indptr[lo] <= k.
+template <int G>
+__device__ __forceinline__ int spmm_group_row_in(const int* __restrict__ indptr, int lo, int hi,
+                                                 int k, unsigned lane, unsigned mask) {
+    while (hi - lo >= G) {
+        const long long span = (long long)(hi - lo);
+        const int probe = lo + (int)(((long long)lane + 1) * span / G);
+        const int c = __popc(__ballot_sync(mask, indptr[probe] <= k) & mask);
+        const int new_lo = c > 0 ? lo + (int)((long long)c * span / G) : lo;
+        hi = c < G ? lo + (int)(((long long)c + 1) * span / G) - 1 : hi;
+        lo = new_lo;
+    }
+    const int r = lo + (int)lane;
+    return lo - 1 + __popc(__ballot_sync(mask, r <= hi && indptr[r] <= k) & mask);
+}
+
 // The last row r in [0, rows - 1] with indptr[r] <= k, for a stream (every
 // lane of it calls with the same k). Requires indptr[0] <= k.
 __device__ __forceinline__ int spmm_stream_row_of(const int* __restrict__ indptr, int rows, int k,
-                                                  unsigned lane) {
+                                                  unsigned lane, unsigned mask) {
     if constexpr (GROUP == 32) {
         return spmm_warp_row_in(indptr, 0, rows - 1, k, lane);
+    } else if constexpr (GROUP > 1) {
+        return spmm_group_row_in<GROUP>(indptr, 0, rows - 1, k, lane, mask);
     }
     int lo = 0;
     int hi = rows - 1;
@@ -156,7 +178,7 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
         const int kb = (int)(w / chunks) * SPMM_RANGE;
         const int ke = nnz - kb < SPMM_RANGE ? nnz : kb + SPMM_RANGE;
         const int col0 = (int)(w % chunks) * CHUNK + (int)lane * V;
-        int row = spmm_stream_row_of(indptr, rows, kb, lane);
+        int row = spmm_stream_row_of(indptr, rows, kb, lane, mask);
         int rs = indptr[row];
         int re = indptr[row + 1];
         SPMM_ACC acc[COARSEN][V];

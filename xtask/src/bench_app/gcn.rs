@@ -12,17 +12,15 @@
 use crate::app_vendor::Blas;
 use crate::app_vendor::gcn::{GcnLayer, run_gcn, time_layer};
 use crate::bench_spmm::check::{Reference, random_dense};
-use crate::bench_spmm::ours::{Built, Key, RuntimeSpmm, compile_all};
+use crate::bench_spmm::ours::{RuntimeSpmm, compile_all};
 use crate::bench_spmm::rowerr::{DeviceReference, poison};
 use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
+use sparserl_policies::spmm_prior_for;
 use sparserl_rt::dense::{DenseLayout, DeviceDense};
 use sparserl_rt::measure::{stats, time_launches};
-use sparserl_rt::spmm::SpmmVariant;
-use sparserl_rt::spmm::{SpmmEpilogue, SpmmKernel, spmm_space};
-use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Gpu, Layouts, ValueType, tolerance};
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use sparserl_rt::spmm::{SpmmEpilogue, SpmmKernel};
+use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Features, Gpu, Layouts, ValueType, tolerance};
 
 /// The fused epilogue of the layer.
 const EPILOGUES: &[SpmmEpilogue] = &[SpmmEpilogue::BiasRelu];
@@ -117,19 +115,14 @@ fn gemm_f64(h: &[f32], w: &[f32], rows: usize, fi: usize, fo: usize) -> Vec<f64>
     t
 }
 
-/// The fused units of every variant at width `fo`, compiled once per
-/// process (the GCN cases share a width).
-fn compiled(gpu: &Gpu, fo: usize, jobs: &[(Key, SpmmVariant)]) -> Vec<Built> {
-    static CACHE: Mutex<BTreeMap<usize, Vec<Built>>> = Mutex::new(BTreeMap::new());
-    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    cache
-        .entry(fo)
-        .or_insert_with(|| compile_all(jobs, &gpu.arch(), EPILOGUES))
-        .clone()
-}
+/// Variants the layer's measured choice compiles, checks and times: the
+/// SpMM prior's first ones for the graph (the whole space at width 64 takes
+/// minutes to compile on the device for a single layer).
+const GCN_CANDIDATES: usize = 16;
 
-/// Our fused SpMM over the whole space: the fastest variant whose fused
-/// entry passes the check on a random `T`, and its microseconds.
+/// Our fused SpMM over the prior's first [`GCN_CANDIDATES`] variants: the
+/// fastest whose fused entry passes the check on a random `T`, and its
+/// microseconds.
 fn pick_variant(
     gpu: &Gpu,
     a_hat: &Csr,
@@ -146,11 +139,13 @@ fn pick_variant(
     let x = DeviceDense::from_host(gpu, a_hat.cols(), fo, DenseLayout::RowMajor, &t)?;
     let mut y = DeviceDense::<f32>::zeros(gpu, a_hat.rows(), fo, DenseLayout::RowMajor)?;
     let key = (ValueType::F32, DenseLayout::RowMajor, fo);
-    let jobs: Vec<_> = spmm_space(fo, DenseLayout::RowMajor)
+    let features = Features::compute(a_hat);
+    let jobs: Vec<_> = spmm_prior_for(&features, ValueType::F32, fo, DenseLayout::RowMajor)
         .into_iter()
+        .take(GCN_CANDIDATES)
         .map(|v| (key, v))
         .collect();
-    let specs = compiled(gpu, fo, &jobs);
+    let specs = compile_all(&jobs, &gpu.arch(), EPILOGUES);
     let mut best: Option<(RuntimeSpmm<f32>, String, f64)> = None;
     for ((_, v), spec) in jobs.iter().zip(specs) {
         let Ok(spec) = spec else { continue };
