@@ -53,7 +53,8 @@ pub fn spmm_prior_for(
 ///   `n / (chunk ceil(n / chunk))` of its lanes do useful work;
 /// - traffic: A (`nnz (v + 4)` bytes) is read once per pass of column
 ///   chunks (`ceil(n / chunk)` passes), against the compulsory bytes
-///   `nnz (v + 4) + (rows + 1) 4 + (rows + cols) n v`;
+///   `nnz (v + 4) + (rows + 1) 4 + (rows + cols) n v`; the re-reads count
+///   half (the chunks of a row run together, so they hit in L2);
 /// - load balance: row-warp (one row per group of `g` lanes, `32 / g` rows
 ///   per warp, each lane walking the whole row) lasts as long as its
 ///   longest row, the row length at quantile `1 - 1 / (k + 1)` for `k`
@@ -93,7 +94,9 @@ pub fn spmm_prior_score(
     let col_use = n / (chunk * passes);
     let a_bytes = f.nnz * (vs + 4.0);
     let compulsory = a_bytes + (f.rows + 1.0) * 4.0 + (f.rows + f.cols) * n * vs;
-    let traffic = compulsory / (compulsory + a_bytes * (passes - 1.0)).max(1e-9);
+    // The chunks of one row are neighbouring work items, run at about the
+    // same time: A's re-reads hit in L2, at about twice the DRAM rate.
+    let traffic = compulsory / (compulsory + 0.5 * a_bytes * (passes - 1.0)).max(1e-9);
     let g = f64::from(v.group.max(1));
     let (balance, critical) = match v.strategy {
         SpmmStrategy::RowWarp => {

@@ -490,7 +490,8 @@ fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<Spm
 }
 
 /// Nnz-split points: whole-warp streams (chunk = 32 vec coarsen at most
-/// max(np, 32)); for widths up to 64, streams of `group` in {4, 8, 16}
+/// max(np, 32); ranges of 32, 128 or 512 nonzeros: the short ones give
+/// small matrices enough warps and a short serial walk); for widths up to 64, streams of `group` in {4, 8, 16}
 /// lanes whose chunk is exactly max(np, 4) (no idle lanes; `32 / group`
 /// streams per warp, with `items` 1 too: ranges of 32 nonzeros, more warps
 /// for small matrices).
@@ -508,13 +509,13 @@ fn nnz_split_points(np: u32, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
             });
         }
     };
-    for items in [4, 16] {
+    for items in [1, 4, 16] {
         for &vec in vecs {
             for coarsen in [1, 2] {
                 if 32 * vec * coarsen <= np.max(32) {
                     push(32, items, vec, coarsen);
                 }
-                if np > 64 {
+                if np > 64 || items == 1 {
                     continue;
                 }
                 for group in [4, 8, 16] {
