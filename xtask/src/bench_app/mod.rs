@@ -193,6 +193,10 @@ struct Report {
     /// GCN layers `relu(Â H W + b)`.
     #[serde(default)]
     gcn: Vec<gcn::GcnCase>,
+    /// The commit the GCN layers were measured at (`--gcn-only` merges
+    /// them into a report of another commit).
+    #[serde(default)]
+    gcn_commit: Option<String>,
     summary: Summary,
 }
 
@@ -621,6 +625,9 @@ fn markdown(r: &Report) -> String {
     }
     if !r.gcn.is_empty() {
         s += &gcn_markdown(&r.gcn);
+        if let Some(c) = r.gcn_commit.as_deref().filter(|c| *c != r.commit) {
+            s += &format!("\nThe GCN layers were measured at commit `{c}`.\n");
+        }
     }
     if let Some(f) = &r.fused_check {
         let refused = f.misuse.iter().filter(|m| m.1).count();
@@ -698,7 +705,8 @@ fn gcn_markdown(cases: &[gcn::GcnCase]) -> String {
     let mut s = String::from(
         "\n## GCN layer `H' = relu(Â H W + b)` (f32, row-major features)\n\n\
          `Â = D^-1/2 (A + I) D^-1/2`. Ours: cuBLAS GEMM `T = H W`, then our SpMM with the fused \
-         bias-relu epilogue (the fastest variant of the space that passed the fused check). \
+         bias-relu epilogue (the fastest of the SpMM prior's first 16 variants that passed the \
+         fused check). \
          Vendor: the same GEMM, cuSPARSE SpMM with its fastest correct CSR algorithm \
          (preprocessed), then a bias-and-ReLU kernel. One layer captured into a CUDA graph, \
          microseconds per replay (median); error: largest per-row relative error of the \
@@ -849,6 +857,7 @@ pub fn run(args: Args) -> Result<()> {
         pagerank,
         fused_check,
         gcn: Vec::new(),
+        gcn_commit: Some(args.commit.clone()),
     };
     let mut report = report;
     set_gcn(&mut report, gcn);
@@ -920,6 +929,7 @@ fn gcn_only(gpu: &Gpu, args: &Args) -> Result<()> {
     let mut report: Report = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a bench-app report", path.display()))?;
     set_gcn(&mut report, gcn_cases(gpu, args)?);
+    report.gcn_commit = Some(args.commit.clone());
     std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
     write_views(&report, &args.out)
 }
