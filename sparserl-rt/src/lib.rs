@@ -20,9 +20,11 @@
 //! A user calls what the crate root re-exports ([`Gpu`], [`Csr`],
 //! [`DeviceCsr`], [`DeviceVec`], [`DeviceDense`], [`DeviceScalar`], the
 //! kernel traits [`SpmvKernel`] and [`SpmmKernel`] that the generated module
-//! implements, [`Graph`], [`RtError`]) and four modules: [`ops`] (BLAS-1 on
+//! implements, [`Graph`], [`RtError`]) and five modules: [`ops`] (BLAS-1 on
 //! the device), [`solvers`] (CG, PageRank), [`layouts`] (which layouts an
-//! upload builds) and [`renumber`] (working in a renumbered matrix's order).
+//! upload builds), [`renumber`] (working in a renumbered matrix's order) and
+//! [`large`] (matrices past 2^31 nonzeros: [`LargeCsr`] over the caller's
+//! arrays, 64-bit row pointers, [`DeviceLargeCsr`] and its SpMV kernels).
 //! The other modules are public for the generated code, the build helper and
 //! the repository's tools, and hidden from these docs: they are not a stable
 //! interface.
@@ -30,6 +32,7 @@
 #![warn(missing_docs)]
 
 // The user API.
+pub mod large;
 pub mod layouts;
 pub mod ops;
 pub mod renumber;
@@ -102,6 +105,7 @@ pub use epilogue::Epilogue;
 pub use error::RtError;
 pub use graph::Graph;
 pub use kernel::{KernelSpec, Provenance};
+pub use large::{DeviceLargeCsr, LargeCsr, OffsetWidth};
 pub use launch::{Fused, SpmvKernel};
 pub use layouts::Layouts;
 pub use renumber::{Internal, Numbering, Operand};

@@ -38,4 +38,13 @@ impl<T: Scalar> DeviceVec<T> {
     pub unsafe fn raw(&self) -> &CudaSlice<T> {
         self.as_slice()
     }
+
+    /// The device buffer, for another library to write (see
+    /// [`DeviceVec::raw`]).
+    ///
+    /// # Safety
+    /// As for [`DeviceVec::raw`]; writes stay within the buffer.
+    pub unsafe fn raw_mut(&mut self) -> &mut CudaSlice<T> {
+        self.as_mut_slice()
+    }
 }

@@ -37,7 +37,7 @@ impl Alg {
         }
     }
 
-    fn raw(self) -> sys::cusparseSpMVAlg_t {
+    pub(crate) fn raw(self) -> sys::cusparseSpMVAlg_t {
         match self {
             Alg::Default => sys::cusparseSpMVAlg_t::CUSPARSE_SPMV_ALG_DEFAULT,
             Alg::CsrAlg1 => sys::cusparseSpMVAlg_t::CUSPARSE_SPMV_CSR_ALG1,
@@ -45,7 +45,7 @@ impl Alg {
         }
     }
 
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         match self {
             Alg::Default => 0,
             Alg::CsrAlg1 => 1,

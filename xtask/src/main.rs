@@ -8,6 +8,7 @@
 mod app_vendor;
 mod bench;
 mod bench_app;
+mod bench_scale;
 mod bench_spmm;
 mod common;
 mod coverage;
@@ -55,6 +56,8 @@ enum Cmd {
     Collect(retune::CollectArgs),
     /// Side-by-side benchmark: ours vs cuSPARSE vs template rule vs copy bandwidth.
     Bench(bench::Args),
+    /// SpMV past 2^31 nonzeros: 64-bit offsets, ours vs cuSPARSE 32/64-bit, generated at scale.
+    BenchScale(bench_scale::Args),
     /// Energy per SpMV through NVML: ours vs cuSPARSE, the energy objective's pick.
     Energy(energy::Args),
     /// One kernel with `objective = "energy"` tuned by retune's path and a
@@ -96,6 +99,7 @@ fn main() -> Result<()> {
         Cmd::Retune(a) => retune::run(a),
         Cmd::Collect(a) => retune::collect(a),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::BenchScale(a) => bench_scale::run(a),
         Cmd::Energy(a) => energy::run(a),
         Cmd::EnergyObjective(a) => energy_objective::run(a),
         Cmd::Explain(a) => explain::run(a),

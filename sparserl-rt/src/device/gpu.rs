@@ -173,6 +173,12 @@ impl Gpu {
         self.sm_count
     }
 
+    /// Free and total device memory in bytes (`cuMemGetInfo`), for checks
+    /// before large allocations.
+    pub fn mem_info(&self) -> Result<(usize, usize), RtError> {
+        Ok(self.ctx.mem_get_info()?)
+    }
+
     /// The stream all SparseRL work of this device runs on, for handing to
     /// another library (cuSPARSE, cuBLAS) or enqueueing work of your own.
     ///

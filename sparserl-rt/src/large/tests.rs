@@ -1,0 +1,319 @@
+//! CPU tests of the large path: offset choice, size and element errors,
+//! row statistics, the variant table, the merge-path partition (a host
+//! model of the kernel's walk) and the NVRTC compile of `spmv64.cu`.
+
+use super::host::check_sizes;
+use super::kernels;
+use super::*;
+use crate::variant::ValueType;
+
+#[test]
+fn offset_width_is_chosen_by_nonzeros() {
+    assert_eq!(OffsetWidth::for_nnz(0), OffsetWidth::U32);
+    assert_eq!(OffsetWidth::for_nnz((1 << 31) - 1), OffsetWidth::U32);
+    assert_eq!(OffsetWidth::for_nnz(1 << 31), OffsetWidth::U64);
+    assert_eq!(OffsetWidth::for_nnz(u64::MAX), OffsetWidth::U64);
+    assert_eq!(OffsetWidth::U32.bytes(), 4);
+    assert_eq!(OffsetWidth::U64.bytes(), 8);
+    // An R-MAT graph of scale 28 with 16 edges per vertex: 64-bit offsets,
+    // (2^28 + 1) 8 + nnz (4 + 4) bytes on the device for f32.
+    let (rows, nnz) = (1u64 << 28, 16u64 << 28);
+    assert_eq!(
+        DeviceLargeCsr::<f32>::bytes_for(rows, nnz),
+        (rows + 1) * 8 + nnz * 8
+    );
+    assert_eq!(
+        DeviceLargeCsr::<f64>::bytes_for(1000, 5000),
+        1001 * 4 + 5000 * 12
+    );
+}
+
+#[test]
+fn valid_parts_are_borrowed_with_either_width() {
+    let (ip32, ip64) = (vec![0u32, 2, 2, 3], vec![0u64, 2, 2, 3]);
+    let (ix, vs) = (vec![0u32, 3, 1], vec![1.0f32, 2.0, 3.0]);
+    let a = LargeCsr::try_from_parts(3, 4, &ip32, &ix, &vs).unwrap();
+    let b = LargeCsr::try_from_parts(3, 4, &ip64, &ix, &vs).unwrap();
+    assert_eq!((a.rows(), a.cols(), a.nnz()), (3, 4, 3));
+    assert!(std::ptr::eq(a.indices(), b.indices()), "no copy");
+    assert_eq!(b.row_range(1), Some(2..2));
+    assert_eq!(b.row_range(3), None);
+    let x = [1.0f32, -1.0, 0.5, 2.0];
+    assert_eq!(b.row_dot_f64(0, &x).unwrap(), (1.0 + 4.0, 5.0));
+    assert_eq!(b.row_dot_f64(2, &x).unwrap(), (-3.0, 3.0));
+    assert!(matches!(
+        b.row_dot_f64(3, &x),
+        Err(LargeCsrError::Operand { .. })
+    ));
+    assert!(matches!(
+        b.row_dot_f64(0, &x[..3]),
+        Err(LargeCsrError::Operand { .. })
+    ));
+}
+
+#[test]
+fn size_errors_come_before_any_element_is_read() {
+    let none: [u64; 0] = [];
+    assert_eq!(
+        LargeCsr::<u64, f32>::try_from_parts(0, 3, &none, &[], &[]).unwrap_err(),
+        LargeCsrError::Empty { rows: 0, cols: 3 }
+    );
+    let big = (MAX_DIM + 1) as usize;
+    assert!(matches!(
+        check_sizes::<u64>(big, 1, big + 1, 0, 0),
+        Err(LargeCsrError::DimensionTooLarge { .. })
+    ));
+    assert!(matches!(
+        check_sizes::<u64>(1, big, 2, 0, 0),
+        Err(LargeCsrError::DimensionTooLarge { .. })
+    ));
+    // u32 row pointers cannot count 2^32 nonzeros; u64 ones can.
+    let past = 1usize << 32;
+    assert_eq!(
+        check_sizes::<u32>(1, 1, 2, past, past),
+        Err(LargeCsrError::OffsetsTooNarrow { nnz: past })
+    );
+    assert_eq!(check_sizes::<u64>(1, 1, 2, past, past), Ok(()));
+    assert_eq!(
+        check_sizes::<u64>(2, 2, 2, 0, 0),
+        Err(LargeCsrError::IndptrLength {
+            expected: 3,
+            found: 2
+        })
+    );
+    assert!(matches!(
+        check_sizes::<u64>(1, 2, 2, 2, 1),
+        Err(LargeCsrError::NnzMismatch { .. })
+    ));
+}
+
+#[test]
+fn element_errors_name_the_row() {
+    let vs = [1.0f64; 4];
+    let e = |ip: &[u64], ix: &[u32]| {
+        LargeCsr::try_from_parts(ip.len() - 1, 3, ip, ix, &vs[..ix.len()]).unwrap_err()
+    };
+    assert_eq!(
+        e(&[1, 1, 2], &[0, 1]),
+        LargeCsrError::IndptrNotMonotone { row: 0 }
+    );
+    assert_eq!(
+        e(&[0, 2, 1, 2], &[0, 1]),
+        LargeCsrError::IndptrNotMonotone { row: 1 }
+    );
+    assert!(matches!(
+        e(&[0, 1, 3], &[0, 1]),
+        LargeCsrError::NnzMismatch { indptr_last: 3, .. }
+    ));
+    assert_eq!(
+        e(&[0, 1, 2], &[0, 3]),
+        LargeCsrError::ColumnOutOfRange {
+            row: 1,
+            col: 3,
+            cols: 3
+        }
+    );
+    assert_eq!(
+        e(&[0, 2, 2], &[1, 1]),
+        LargeCsrError::UnsortedRow { row: 0 }
+    );
+    assert_eq!(
+        e(&[0, 2, 2], &[2, 1]),
+        LargeCsrError::UnsortedRow { row: 0 }
+    );
+}
+
+/// A diagonal matrix of `n` rows as `(indptr, indices, values)`.
+fn diagonal(n: usize) -> (Vec<u64>, Vec<u32>, Vec<f32>) {
+    (
+        (0..=n as u64).collect(),
+        (0..n as u32).collect(),
+        vec![1.0; n],
+    )
+}
+
+#[test]
+fn parallel_validation_reports_the_lowest_bad_row() {
+    // Several validation chunks; errors planted in a late and an early one.
+    let n = 5 << 16;
+    let (ip, mut ix, vs) = diagonal(n);
+    LargeCsr::try_from_parts(n, n, &ip, &ix, &vs).unwrap();
+    ix[n - 10] = n as u32; // out of range, last chunk
+    ix[(1 << 16) + 5] = n as u32 + 7; // second chunk
+    assert_eq!(
+        LargeCsr::try_from_parts(n, n, &ip, &ix, &vs).unwrap_err(),
+        LargeCsrError::ColumnOutOfRange {
+            row: (1 << 16) + 5,
+            col: n as u32 + 7,
+            cols: n
+        }
+    );
+}
+
+#[test]
+fn row_stats_of_a_small_matrix() {
+    let ip = [0u32, 3, 3, 4, 8];
+    let ix = [0u32, 1, 2, 0, 0, 1, 2, 3];
+    let vs = [1.0f32; 8];
+    let a = LargeCsr::try_from_parts(4, 4, &ip, &ix, &vs).unwrap();
+    let s = RowStats::of(&a);
+    assert_eq!((s.rows, s.nnz, s.max, s.empty), (4, 8, 4, 1));
+    assert_eq!(s.mean, 2.0);
+    // Lengths 3, 0, 1, 4: variance 26 / 4 - 4 = 2.5.
+    assert!((s.cv - 2.5f64.sqrt() / 2.0).abs() < 1e-12);
+}
+
+#[test]
+fn every_variant_has_an_entry_in_the_source() {
+    for v in LargeVariant::SPACE {
+        for w in [OffsetWidth::U32, OffsetWidth::U64] {
+            for t in [ValueType::F32, ValueType::F64] {
+                let e = v.entry(w, t).unwrap();
+                assert!(e.contains(&v.id()) && e.contains(w.as_str()) && e.contains(t.as_str()));
+            }
+        }
+    }
+    let bad = LargeVariant::Group { lanes: 3 };
+    assert!(matches!(bad.validate(), Err(LargeError::InvalidVariant(_))));
+    assert!(bad.entry(OffsetWidth::U32, ValueType::F32).is_err());
+    assert!(bad.grid(10, 10, 1).is_err());
+}
+
+#[test]
+fn launch_geometry_covers_scale_28() {
+    let (rows, nnz) = (1u64 << 28, 16u64 << 28);
+    let merge = LargeVariant::Merge { items: 8 }
+        .grid(rows, nnz, 132)
+        .unwrap();
+    let threads = merge.grid_dim.0 as u64 * kernels::BLOCK as u64;
+    assert!(threads * 8 >= rows + nnz);
+    let group = LargeVariant::Group { lanes: 32 }
+        .grid(rows, nnz, 132)
+        .unwrap();
+    assert_eq!(group.grid_dim.0, 132 * 32, "grid-stride, capped");
+    let tiny = LargeVariant::Group { lanes: 1 }.grid(1, 0, 132).unwrap();
+    assert_eq!(tiny.grid_dim.0, 1);
+}
+
+/// The merge-path kernel's partition and walk, replayed on the host:
+/// `(stored, added)` per row, and the sums it would produce.
+fn merge_model(ip: &[u64], items: u64) -> (Vec<u32>, Vec<u32>) {
+    let rows = ip.len() as u64 - 1;
+    let nnz = ip[rows as usize];
+    let total = rows + nnz;
+    let split = |d: u64, mut lo: u64, mut hi: u64| {
+        while lo < hi {
+            let p = (lo + hi) / 2;
+            if ip[p as usize + 1] < d - p {
+                lo = p + 1;
+            } else {
+                hi = p;
+            }
+        }
+        lo
+    };
+    let (mut stored, mut added) = (vec![0u32; rows as usize], vec![0u32; rows as usize]);
+    let threads = total.div_ceil(items);
+    for t in 0..threads {
+        let lane = t % 32;
+        let (wd0, d0) = ((t - lane) * items, t * items);
+        let wd1 = (wd0 + 32 * items).min(total);
+        let full = |d: u64| split(d, d.saturating_sub(nnz), d.min(rows));
+        let (row_lo, row_hi) = (full(wd0), full(wd1));
+        let d1 = (d0 + items).min(total);
+        let mut row = split(
+            d0,
+            row_lo.max(d0.saturating_sub(nnz)),
+            row_hi.min(d0.min(rows)),
+        );
+        assert_eq!(row, full(d0), "narrowed search of thread {t}");
+        let mut k = d0 - row;
+        let mut owned = k == ip[row as usize];
+        let mut touched = false;
+        for _ in d0..d1 {
+            if k < ip[row as usize + 1] {
+                k += 1;
+                touched = true;
+            } else {
+                if owned {
+                    stored[row as usize] += 1;
+                } else if touched {
+                    added[row as usize] += 1;
+                }
+                (touched, owned) = (false, true);
+                row += 1;
+                if row >= rows {
+                    break;
+                }
+            }
+        }
+        if touched {
+            added[row as usize] += 1;
+        }
+    }
+    (stored, added)
+}
+
+#[test]
+fn merge_path_stores_each_row_once_or_only_adds_to_it() {
+    // Empty rows (leading, inner, trailing), a long row spanning many
+    // threads, short rows, at both item counts.
+    let lens = [0u64, 0, 3, 1, 0, 700, 2, 0, 0, 5, 1, 1, 1, 40, 0, 0];
+    let mut ip = vec![0u64];
+    for l in lens.iter().cycle().take(200) {
+        ip.push(ip.last().unwrap() + l);
+    }
+    for items in [8, 16] {
+        let (stored, added) = merge_model(&ip, items);
+        for r in 0..stored.len() {
+            let len = ip[r + 1] - ip[r];
+            // A row is stored by exactly one thread, or cut: never stored,
+            // added by the threads that hold its nonzeros (y cleared first).
+            match (stored[r], added[r]) {
+                (1, 0) => {}
+                (0, a) => assert!(a >= 2 || (a == 1 && len > 0), "row {r}: {a} adds"),
+                other => panic!("row {r} (length {len}): {other:?}"),
+            }
+            if len == 0 {
+                assert_eq!((stored[r], added[r]), (1, 0), "empty row {r}");
+            }
+        }
+    }
+}
+
+#[cfg(feature = "jit")]
+#[test]
+fn spmv64_compiles_for_sm_90() {
+    let require = std::env::var("SPARSERL_REQUIRE_CUDA").is_ok_and(|v| v == "1");
+    let toolkit = match crate::nvrtc::locate() {
+        Ok(t) => t,
+        Err(e) if require => panic!("SPARSERL_REQUIRE_CUDA=1 but {e}"),
+        Err(e) => {
+            eprintln!("spmv64.cu: SKIPPED (no NVRTC)\n{e}");
+            return;
+        }
+    };
+    let ptx = crate::nvrtc::compile_ptx(SOURCE, "sm_90", &[]).unwrap();
+    for v in LargeVariant::SPACE {
+        for w in [OffsetWidth::U32, OffsetWidth::U64] {
+            for t in [ValueType::F32, ValueType::F64] {
+                let e = v.entry(w, t).unwrap();
+                assert!(ptx.contains(&format!(".entry {e}(")), "{e} missing");
+            }
+        }
+    }
+    for e in [
+        "sparserl_large_widen_u32",
+        "sparserl_large_widen_u64",
+        "sparserl_large_scale_f32",
+        "sparserl_large_axpb_f64",
+    ] {
+        assert!(ptx.contains(&format!(".entry {e}(")), "{e} missing");
+    }
+    // 64-bit row pointers are read as 64-bit loads.
+    assert!(ptx.contains("ld.global.nc.u64") || ptx.contains("ld.global.u64"));
+    if toolkit.ptxas.is_some() {
+        let report = crate::nvrtc::ptxas_check(&ptx, "sm_90").unwrap();
+        assert_eq!(report.total_spill_bytes(), 0, "{}", report.log);
+    }
+}
