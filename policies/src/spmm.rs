@@ -70,14 +70,15 @@ pub fn spmm_prior_for(
 ///   (x 0.9).
 ///
 /// The critical path: row-warp `max_row coarsen`, col-tile
-/// `ceil(max_row / g) tile`, nnz-split the sum of
+/// `ceil(max_row / g) tile / min(tile, 4)` (row-major), nnz-split the sum of
 /// `32 items coarsen / min(unroll, g)`, `2 min(32 items / m, 32 items)` and
 /// `log2(rows) / log2(g)` (the range walked one nonzero at a time with that
 /// many loads in flight, a dependent row-pointer load per row boundary, the
 /// first row's `g`-way search by the stream's lanes).
 ///
 /// Knobs: `__ldg` (x 1 / 0.97), block 256 (x 1, 128 / 512 x 0.99, else
-/// 0.98), unroll 4 on rows of 8+ nonzeros (x 1.01).
+/// 0.98; 128 first when the launch is less than one wave), unroll 4 on rows
+/// of 8+ nonzeros (x 1.01).
 pub fn spmm_prior_score(
     v: &SpmmVariant,
     f: &Features,
@@ -109,7 +110,7 @@ pub fn spmm_prior_score(
             let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
             (
                 m / (g * (qk / g + 0.5).max(1.0)),
-                (f.max_row / g).ceil() * f64::from(v.tile),
+                (f.max_row / g).ceil() * f64::from(v.tile) / f64::from(col_tile_vec(&v, layout)),
             )
         }
         SpmmStrategy::NnzSplit => {
@@ -129,9 +130,8 @@ pub fn spmm_prior_score(
             )
         }
     };
-    // Col-tile loads min(tile, 4) columns at once from a row-major X.
-    let vec = match (layout, v.strategy) {
-        (DenseLayout::RowMajor, SpmmStrategy::ColTile) => v.tile.clamp(1, 4),
+    let vec = match v.strategy {
+        SpmmStrategy::ColTile => col_tile_vec(&v, layout),
         _ => v.vec.max(1),
     };
     let gathers = match (layout, v.strategy) {
@@ -147,13 +147,31 @@ pub fn spmm_prior_score(
     let w = (f.nnz * n / f64::from(vec) / CONCURRENT_LANES).max(1e-9);
     let base = w / (w / eff).max(critical).max(1.0);
     let ldg = if v.ldg_x { 1.0 } else { 0.97 };
-    let block = match v.block {
-        256 => 1.0,
-        128 | 512 => 0.99,
-        _ => 0.98,
-    };
+    let block = block_factor(&v, f, n);
     let unroll = if v.unroll >= 4 && m >= 8.0 { 1.01 } else { 1.0 };
     (base * ldg * block * unroll).clamp(1e-6, 1.0)
+}
+
+/// Columns col-tile loads at once: `min(tile, 4)` from a row-major X
+/// (vector loads), 1 from a column-major one.
+fn col_tile_vec(v: &SpmmVariant, layout: DenseLayout) -> u32 {
+    match layout {
+        DenseLayout::RowMajor => v.tile.clamp(1, 4),
+        DenseLayout::ColMajor => 1,
+    }
+}
+
+/// Block size knob: 256 (x 1, 128 / 512 x 0.99, else 0.98), except that a
+/// launch of less than one wave of the device prefers 128 (more, smaller
+/// blocks spread over more SMs).
+fn block_factor(v: &SpmmVariant, f: &Features, n: f64) -> f64 {
+    let shape = (f.rows as usize, f.cols as usize, f.nnz as usize, n as usize);
+    let threads = f64::from(v.grid(shape)) * f64::from(v.block);
+    match (v.block, threads < CONCURRENT_LANES) {
+        (128, true) | (256, false) => 1.0,
+        (128 | 256 | 512, _) => 0.99,
+        _ => 0.98,
+    }
 }
 
 /// The SpMM template rule, the fixed choice a hand-written library makes:
