@@ -4,7 +4,8 @@
 //!
 //! - [`degree_order`]: vertices by decreasing degree in `A + Aᵀ` (row length
 //!   plus column count, the diagonal left out, as [`crate::reorder`] counts
-//!   it), ties by id; a parallel counting sort over the degrees. Hubs first,
+//!   it; column counts in private per-thread arrays), ties by id; a
+//!   parallel counting sort over the degrees. Hubs first,
 //!   so the most read entries of `x` share cache lines.
 //! - [`rcm_order`]: reverse Cuthill-McKee over the row pattern of `A` (the
 //!   pattern of `A + Aᵀ` when `A` is structurally symmetric, as meshes are;
@@ -26,7 +27,7 @@ use super::LargeCsrError;
 use super::host::{LargeCsr, Offset};
 use crate::device::Scalar;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use thiserror::Error;
 
 /// Why an order or a permutation was refused.
@@ -268,27 +269,56 @@ fn counting_order(n: usize, key: &(impl Fn(usize) -> u64 + Sync), descending: bo
 /// Rows per counting task.
 const ROW_TASK: usize = 1 << 16;
 
+/// Host memory the private column counts of [`degrees`] may take.
+const COUNT_BUDGET: usize = 16 << 30;
+
 /// Degrees in `A + Aᵀ` without the diagonal: off-diagonal entries of the
-/// row plus those of the column (atomic counts over row tasks).
+/// row plus those of the column. Column counts go to one private `u32`
+/// array per counting thread (plain increments, no atomics; as many
+/// threads as [`COUNT_BUDGET`] allows, at least one), summed per vertex
+/// in parallel with the row lengths.
 pub fn degrees<O: Offset, T: Scalar>(a: &LargeCsr<'_, O, T>) -> Vec<u64> {
     let n = a.rows();
-    let deg: Vec<AtomicU64> = std::iter::repeat_with(|| AtomicU64::new(0))
-        .take(n.max(a.cols()))
-        .collect();
-    for_tasks(n.div_ceil(ROW_TASK), |t| {
-        for r in t * ROW_TASK..((t + 1) * ROW_TASK).min(n) {
-            let range = a.row_range(r).unwrap_or(0..0);
-            let mut own = 0u64;
-            for &c in &a.indices()[range] {
-                if c as usize != r {
-                    own += 1;
-                    deg[c as usize].fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            deg[r].fetch_add(own, Ordering::Relaxed);
-        }
+    let tasks = n.div_ceil(ROW_TASK);
+    let k = threads()
+        .min(COUNT_BUDGET / (4 * a.cols().max(1)))
+        .clamp(1, tasks.max(1));
+    let next = AtomicUsize::new(0);
+    let counts: Vec<Vec<u32>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..k)
+            .map(|_| {
+                s.spawn(|| {
+                    // At most one count per row of this thread: fits u32.
+                    let mut cnt = vec![0u32; a.cols()];
+                    loop {
+                        let t = next.fetch_add(1, Ordering::Relaxed);
+                        if t >= tasks {
+                            break cnt;
+                        }
+                        for r in t * ROW_TASK..((t + 1) * ROW_TASK).min(n) {
+                            for &c in &a.indices()[a.row_range(r).unwrap_or(0..0)] {
+                                cnt[c as usize] += (c as usize != r) as u32;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
     });
-    deg.into_iter().map(AtomicU64::into_inner).collect()
+    super::parallel_chunks(n, |lo, hi| {
+        (lo..hi)
+            .map(|v| {
+                let row = &a.indices()[a.row_range(v).unwrap_or(0..0)];
+                let diag = row.binary_search(&(v as u32)).is_ok() as u64;
+                let cols: u64 = counts.iter().map(|c| c[v] as u64).sum();
+                row.len() as u64 - diag + cols
+            })
+            .collect::<Vec<u64>>()
+    })
+    .concat()
 }
 
 /// Vertices by decreasing degree in `A + Aᵀ` ([`degrees`]), ties by id.
