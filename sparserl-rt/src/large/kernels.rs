@@ -34,17 +34,27 @@ pub enum LargeVariant {
         /// Items per thread: 8 or 16.
         items: u32,
     },
+    /// Nonzero split: `items` consecutive nonzeros per lane (8), the
+    /// products loaded before the row search, a 32-way warp search of the
+    /// warp's rows, a segmented shuffle reduction and one atomic per row
+    /// and warp (`y` cleared first, in the same launch call). Balanced
+    /// whatever the row lengths; empty rows cost nothing.
+    NnzSplit {
+        /// Nonzeros per lane: 8.
+        items: u32,
+    },
 }
 
 impl LargeVariant {
     /// The compiled space, in a fixed order.
-    pub const SPACE: [LargeVariant; 6] = [
+    pub const SPACE: [LargeVariant; 7] = [
         LargeVariant::Group { lanes: 1 },
         LargeVariant::Group { lanes: 4 },
         LargeVariant::Group { lanes: 8 },
         LargeVariant::Group { lanes: 32 },
         LargeVariant::Merge { items: 8 },
         LargeVariant::Merge { items: 16 },
+        LargeVariant::NnzSplit { items: 8 },
     ];
 
     /// Short id in reports (`group1`, `group32`, `merge8`, ...).
@@ -52,6 +62,7 @@ impl LargeVariant {
         match self {
             LargeVariant::Group { lanes } => format!("group{lanes}"),
             LargeVariant::Merge { items } => format!("merge{items}"),
+            LargeVariant::NnzSplit { items } => format!("nnz{items}"),
         }
     }
 
@@ -67,7 +78,10 @@ impl LargeVariant {
     /// Whether a launch clears `y` before the kernel (rows cut between
     /// threads are added atomically).
     pub fn clears_y(self) -> bool {
-        matches!(self, LargeVariant::Merge { .. })
+        matches!(
+            self,
+            LargeVariant::Merge { .. } | LargeVariant::NnzSplit { .. }
+        )
     }
 
     /// The entry point for row pointers of `width` and values of `value`.
@@ -84,7 +98,7 @@ impl LargeVariant {
     /// Launch geometry for a matrix of `rows` rows and `nnz` nonzeros on a
     /// GPU of `sms` multiprocessors: grid-stride groups fill the device
     /// (at most 32 blocks per multiprocessor), merge path one thread per
-    /// `items` items. [`LargeError::InvalidVariant`] outside the space; a
+    /// `items` items, nonzero split one lane per `items` nonzeros. [`LargeError::InvalidVariant`] outside the space; a
     /// grid past 2^31 - 1 blocks is refused the same way (not reachable for
     /// matrices that fit an H200).
     pub fn grid(self, rows: u64, nnz: u64, sms: usize) -> Result<LaunchConfig, LargeError> {
@@ -97,6 +111,7 @@ impl LargeVariant {
             LargeVariant::Merge { items } => {
                 (rows + nnz).div_ceil(items as u64).div_ceil(BLOCK as u64)
             }
+            LargeVariant::NnzSplit { items } => nnz.div_ceil(items as u64).div_ceil(BLOCK as u64),
         };
         if blocks > i32::MAX as u64 {
             return Err(LargeError::InvalidVariant(self));
@@ -118,12 +133,13 @@ macro_rules! entries {
             concat!("sparserl_large_group32_", $o, "_", $t),
             concat!("sparserl_large_merge8_", $o, "_", $t),
             concat!("sparserl_large_merge16_", $o, "_", $t),
+            concat!("sparserl_large_nnz8_", $o, "_", $t),
         ]
     };
 }
 
 /// `ENTRIES[value f64?][offsets u64?][index in SPACE]`.
-const ENTRIES: [[[&str; 6]; 2]; 2] = [
+const ENTRIES: [[[&str; 7]; 2]; 2] = [
     [entries!("u32", "f32"), entries!("u64", "f32")],
     [entries!("u32", "f64"), entries!("u64", "f64")],
 ];
@@ -180,7 +196,7 @@ pub(crate) fn function(gpu: &Gpu, entry: &'static str) -> Result<CudaFunction, R
 
 impl<T: Scalar> DeviceLargeCsr<T> {
     /// Enqueues `y = A x` with `variant` on `gpu`'s stream (a merge-path
-    /// variant clears `y` first, in the same stream). Checks the variant,
+    /// or nonzero-split variant clears `y` first, in the same stream). Checks the variant,
     /// the owner of every operand and the lengths first; compiles
     /// `spmv64.cu` with NVRTC at first use on this device.
     pub fn spmv(

@@ -11,6 +11,8 @@
 //! - [`LargeVariant`] and [`DeviceLargeCsr::spmv`] (`kernels.rs` +
 //!   `spmv64.cu`): SpMV kernels with 64-bit offsets compiled with NVRTC at
 //!   first use (a group of lanes per row, one thread per row, merge path).
+//! - [`reorder`]: degree order and reverse Cuthill-McKee of a square
+//!   [`LargeCsr`], and `P A Pᵀ` into new owned arrays, in parallel.
 //! - `select.rs` (`tools`): every variant checked against a float64
 //!   reference on sampled rows, a cost model over [`RowStats`], and a
 //!   short measured run on the full matrix ([`select::select`]).
@@ -22,6 +24,7 @@ mod device;
 mod host;
 mod kernels;
 pub mod ops;
+pub mod reorder;
 #[cfg(feature = "tools")]
 pub mod select;
 

@@ -205,6 +205,10 @@ pub fn time<T: Scalar>(
 ///   [`STEP_US`] (two loads in flight per lane).
 /// - merge path: efficiency 0.8 (per-thread searches, atomics at cut
 ///   rows) plus clearing `y`, whatever the row lengths.
+/// - nonzero split: efficiency 0.85 (no row-end items, one search per
+///   warp for the window, one atomic per row and warp) plus clearing `y`,
+///   whatever the row lengths; a prior, not fitted: the measured run on
+///   the full matrix decides.
 pub fn predict_us(
     v: LargeVariant,
     s: &RowStats,
@@ -229,6 +233,9 @@ pub fn predict_us(
         LargeVariant::Merge { .. } => {
             stream_us / 0.8 + (s.rows * value_bytes) as f64 / (copy_gbs.max(1.0) * 1e3)
         }
+        LargeVariant::NnzSplit { .. } => {
+            stream_us / 0.85 + (s.rows * value_bytes) as f64 / (copy_gbs.max(1.0) * 1e3)
+        }
     }
 }
 
@@ -250,7 +257,7 @@ pub fn rank(s: &RowStats, bytes: u64, value_bytes: u64, copy_gbs: f64) -> Vec<(L
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
     /// How many of the ranked variants the measured run times (the rest
-    /// are only ranked; 6 times the whole space).
+    /// are only ranked; `LargeVariant::SPACE.len()` times the whole space).
     pub measured: usize,
     /// Untimed calls per variant.
     pub warmup: u32,

@@ -17,7 +17,12 @@
 //       start within the warp's range. A row completed inside one thread is
 //       stored; a row cut by a thread boundary is added with atomicAdd, so y
 //       must be zero before the launch (the host clears it in the same
-//       stream).
+//       stream). Each thread loads its nonzeros' products before the merge
+//       walk, so that all its x gathers are in flight at once.
+//   sparserl_large_nnz<ITEMS>_<o>_<t>(rows, nnz, indptr, indices, values, x, y)
+//       nnz-split: ITEMS consecutive nonzeros per lane, products loaded
+//       first, a 32-way warp search of the warp's rows, a segmented shuffle
+//       reduction and one atomicAdd per row and warp (y cleared first).
 //   sparserl_large_widen_<o>(n, src, dst): dst[i] = (long long)src[i], for
 //       a vendor library's 64-bit index arrays.
 //   sparserl_large_scale_<t>(n, x, w, out): out[i] = x[i] * w[i].
@@ -111,45 +116,183 @@ __device__ __forceinline__ void large_merge(u64 rows, u64 nnz, const O* __restri
     }
     const u64 row_lo = __shfl_sync(0xffffffffu, mine, 0);
     const u64 row_hi = __shfl_sync(0xffffffffu, mine, 1);
-    const u64 d0 = tid * ITEMS;
-    if (d0 >= total) {
-        return;
-    }
-    const u64 d1 = min(d0 + ITEMS, total);
+    // Every lane (also one past the end) finds its start inside the warp's
+    // range; the next lane's start is this lane's end.
+    const u64 d0 = min(tid * ITEMS, total);
     const u64 lo = max(row_lo, d0 > nnz ? d0 - nnz : 0ull);
     const u64 hi = min(row_hi, min(d0, rows));
     u64 row = large_merge_split(d0, lo, hi, indptr);
-    u64 k = d0 - row;
-    if (row >= rows) {
-        return;  // only row ends past the last row: nothing left
+    const u64 k0 = d0 - row;
+    u64 row1 = __shfl_down_sync(0xffffffffu, row, 1);
+    if (lane == 31) {
+        row1 = row_hi;
     }
-    bool owned = k == (u64)indptr[row];  // no earlier thread touched the row
+    const u64 k1 = min(tid * ITEMS + ITEMS, total) - row1;  // = next lane's k0
+    if (tid * ITEMS >= total || row >= rows) {
+        return;  // past the end, or only row ends past the last row
+    }
+    // The thread's nonzeros [k0, k1) (at most ITEMS): every gather issued
+    // before the merge logic that consumes them.
+    double prod[ITEMS];
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+        const u64 k = k0 + i;
+        prod[i] = k < k1 ? (double)values[k] * (double)__ldg(x + indices[k]) : 0.0;
+    }
+    bool owned = k0 == (u64)indptr[row];  // no earlier thread touched the row
     bool touched = false;
     u64 row_end = (u64)indptr[row + 1];
     double acc = 0.0;
-    for (u64 d = d0; d < d1; ++d) {
-        if (k < row_end) {
-            acc += (double)values[k] * (double)__ldg(x + indices[k]);
-            ++k;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+        const u64 k = k0 + i;
+        if (k < k1) {
+            // Rows that end before nonzero k (empty ones included).
+            while (k >= row_end) {
+                if (owned) {
+                    y[row] = (T)acc;
+                } else if (touched) {
+                    atomicAdd(y + row, (T)acc);
+                }
+                acc = 0.0;
+                touched = false;
+                owned = true;
+                ++row;
+                row_end = (u64)indptr[row + 1];
+            }
+            acc += prod[i];
             touched = true;
-        } else {
-            if (owned) {
-                y[row] = (T)acc;
-            } else if (touched) {
-                atomicAdd(y + row, (T)acc);
-            }
-            acc = 0.0;
-            touched = false;
-            owned = true;
-            ++row;
-            if (row >= rows) {
-                return;
-            }
-            row_end = (u64)indptr[row + 1];
         }
     }
+    // Row ends after the last nonzero, up to this thread's end.
+    while (row < row1) {
+        if (owned) {
+            y[row] = (T)acc;
+        } else if (touched) {
+            atomicAdd(y + row, (T)acc);
+        }
+        acc = 0.0;
+        touched = false;
+        owned = true;
+        ++row;
+    }
     if (touched) {
-        atomicAdd(y + row, (T)acc);
+        atomicAdd(y + row, (T)acc);  // cut at the thread's end
+    }
+}
+
+// ---- nnz-split: ITEMS consecutive nonzeros per lane (after
+// sparserl-build/kernels/nnz_split.cu, with 64-bit offsets) ----
+
+// The last row r in [lo, hi] with indptr[r] <= k (requires indptr[lo] <= k):
+// for k < nnz the non-empty row holding nonzero k.
+template <typename O>
+__device__ __forceinline__ u64 large_row_in(const O* __restrict__ indptr, u64 lo, u64 hi, u64 k) {
+    while (lo < hi) {
+        const u64 mid = lo + (hi - lo + 1) / 2;
+        if ((u64)indptr[mid] <= k) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return lo;
+}
+
+// The same for a whole warp (every lane the same arguments, the same
+// answer): each round the 32 lanes probe 32 row pointers spread over
+// (lo, hi] and a ballot narrows the range to one gap between probes.
+template <typename O>
+__device__ __forceinline__ u64 large_warp_row_in(const O* __restrict__ indptr, u64 lo, u64 hi,
+                                                 u64 k, u32 lane) {
+    while (hi - lo >= 32) {
+        const u64 span = hi - lo;
+        // Probe j at lo + (j + 1) span / 32: increasing, the last at hi
+        // (span < 2^32 rows: the products fit 64 bits).
+        const u64 probe = lo + ((u64)lane + 1) * span / 32;
+        const u32 n = __popc(__ballot_sync(0xffffffffu, (u64)indptr[probe] <= k));
+        const u64 new_lo = n > 0 ? lo + (u64)n * span / 32 : lo;
+        hi = n < 32 ? lo + ((u64)n + 1) * span / 32 - 1 : hi;
+        lo = new_lo;
+    }
+    const u64 r = lo + lane;
+    // indptr[lo] <= k, so at least lane 0 votes.
+    return lo - 1 + __popc(__ballot_sync(0xffffffffu, r <= hi && (u64)indptr[r] <= k));
+}
+
+// One lane per ITEMS nonzeros, no grid stride (one launch covers nnz /
+// ITEMS lanes). The lane's products are loaded first (its nonzeros are
+// known before any search), then the warp finds the rows of its first and
+// last nonzero, each lane its first row inside that window. A row that
+// starts and ends inside the lane's chunk is stored; one it shares with
+// the previous lane is added atomically; the chunk-final partials are
+// combined across the warp by a segmented shuffle scan and the last lane
+// of each segment adds it: one atomic per row and warp. y must be zero
+// before the launch (empty rows are never written).
+template <typename O, typename T, int ITEMS>
+__device__ __forceinline__ void large_nnz(u64 rows, u64 nnz, const O* __restrict__ indptr,
+                                          const u32* __restrict__ indices,
+                                          const T* __restrict__ values,
+                                          const T* __restrict__ x, T* __restrict__ y) {
+    const u32 lane = threadIdx.x & 31u;
+    const u64 t = (u64)blockIdx.x * LARGE_BLOCK + threadIdx.x;
+    const u64 t0 = t - lane;
+    if (t0 * ITEMS >= nnz) {
+        return;  // whole warp
+    }
+    const bool active = t * ITEMS < nnz;
+    const u64 begin = min(t * ITEMS, nnz);
+    const u64 end = min(begin + ITEMS, nnz);
+    double prod[ITEMS];
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+        const u64 k = begin + i;
+        prod[i] = k < end ? (double)values[k] * (double)__ldg(x + indices[k]) : 0.0;
+    }
+    const u64 wlast = min((t0 + 32) * ITEMS, nnz) - 1;
+    const u64 rlo = large_warp_row_in(indptr, 0, rows - 1, t0 * ITEMS, lane);
+    const u64 rhi = large_warp_row_in(indptr, rlo, rows - 1, wlast, lane);
+    u64 row = ~0ull;
+    double sum = 0.0;
+    if (active) {
+        row = large_row_in(indptr, rlo, rhi, begin);
+        u64 row_end = (u64)indptr[row + 1];
+        bool own = (u64)indptr[row] == begin;  // the chunk starts the row
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            const u64 k = begin + i;
+            if (k < end) {
+                if (k >= row_end) {
+                    if (own) {
+                        y[row] = (T)sum;
+                    } else {
+                        atomicAdd(y + row, (T)sum);
+                    }
+                    own = true;  // every later row starts inside the chunk
+                    sum = 0.0;
+                    // Skip empty rows; k < nnz = indptr[rows] bounds the walk.
+                    do {
+                        ++row;
+                        row_end = (u64)indptr[row + 1];
+                    } while (k >= row_end);
+                }
+                sum += prod[i];
+            }
+        }
+    }
+    // Segmented inclusive scan of the chunk-final partials by row (rows
+    // nondecreasing with the lane; inactive lanes, row ~0, at the end).
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const double up = __shfl_up_sync(0xffffffffu, sum, off);
+        const u64 up_row = __shfl_up_sync(0xffffffffu, row, off);
+        if (lane >= (u32)off && up_row == row) {
+            sum += up;
+        }
+    }
+    const u64 next_row = __shfl_down_sync(0xffffffffu, row, 1);
+    if (active && (lane == 31 || next_row != row)) {
+        atomicAdd(y + row, (T)sum);
     }
 }
 
@@ -170,13 +313,22 @@ __device__ __forceinline__ void large_merge(u64 rows, u64 nnz, const O* __restri
         large_merge<O, T, ITEMS>(rows, nnz, indptr, indices, values, x, y);                \
     }
 
+#define LARGE_NNZ_ENTRY(ITEMS, O, ON, T, TN)                                               \
+    extern "C" __global__ void __launch_bounds__(LARGE_BLOCK)                              \
+        sparserl_large_nnz##ITEMS##_##ON##_##TN(u64 rows, u64 nnz, const O* indptr,        \
+                                                const u32* indices, const T* values,       \
+                                                const T* x, T* y) {                        \
+        large_nnz<O, T, ITEMS>(rows, nnz, indptr, indices, values, x, y);                  \
+    }
+
 #define LARGE_ENTRIES(O, ON, T, TN)        \
     LARGE_GROUP_ENTRY(1, O, ON, T, TN)     \
     LARGE_GROUP_ENTRY(4, O, ON, T, TN)     \
     LARGE_GROUP_ENTRY(8, O, ON, T, TN)     \
     LARGE_GROUP_ENTRY(32, O, ON, T, TN)    \
     LARGE_MERGE_ENTRY(8, O, ON, T, TN)     \
-    LARGE_MERGE_ENTRY(16, O, ON, T, TN)
+    LARGE_MERGE_ENTRY(16, O, ON, T, TN)    \
+    LARGE_NNZ_ENTRY(8, O, ON, T, TN)
 
 LARGE_ENTRIES(u32, u32, float, f32)
 LARGE_ENTRIES(u64, u64, float, f32)

@@ -191,13 +191,21 @@ fn launch_geometry_covers_scale_28() {
         .grid(rows, nnz, 132)
         .unwrap();
     assert_eq!(group.grid_dim.0, 132 * 32, "grid-stride, capped");
+    let nnz8 = LargeVariant::NnzSplit { items: 8 }
+        .grid(rows, nnz, 132)
+        .unwrap();
+    assert!(nnz8.grid_dim.0 as u64 * kernels::BLOCK as u64 * 8 >= nnz);
     let tiny = LargeVariant::Group { lanes: 1 }.grid(1, 0, 132).unwrap();
     assert_eq!(tiny.grid_dim.0, 1);
 }
 
+/// What a kernel model returns: per row, stores, atomic adds, and `y`.
+type Replay = (Vec<u32>, Vec<u32>, Vec<u64>);
+
 /// The merge-path kernel's partition and walk, replayed on the host:
-/// `(stored, added)` per row, and the sums it would produce.
-fn merge_model(ip: &[u64], items: u64) -> (Vec<u32>, Vec<u32>) {
+/// `(stored, added)` per row, and `y` with every nonzero worth 1 (so that
+/// `y[r]` must come out as row `r`'s length).
+fn merge_model(ip: &[u64], items: u64) -> Replay {
     let rows = ip.len() as u64 - 1;
     let nnz = ip[rows as usize];
     let total = rows + nnz;
@@ -212,70 +220,138 @@ fn merge_model(ip: &[u64], items: u64) -> (Vec<u32>, Vec<u32>) {
         }
         lo
     };
-    let (mut stored, mut added) = (vec![0u32; rows as usize], vec![0u32; rows as usize]);
+    let full = |d: u64| split(d, d.saturating_sub(nnz), d.min(rows));
+    let n = rows as usize;
+    let (mut stored, mut added, mut y) = (vec![0u32; n], vec![0u32; n], vec![0u64; n]);
     let threads = total.div_ceil(items);
     for t in 0..threads {
         let lane = t % 32;
-        let (wd0, d0) = ((t - lane) * items, t * items);
+        let wd0 = (t - lane) * items;
         let wd1 = (wd0 + 32 * items).min(total);
-        let full = |d: u64| split(d, d.saturating_sub(nnz), d.min(rows));
         let (row_lo, row_hi) = (full(wd0), full(wd1));
-        let d1 = (d0 + items).min(total);
+        let d0 = t * items;
         let mut row = split(
             d0,
             row_lo.max(d0.saturating_sub(nnz)),
             row_hi.min(d0.min(rows)),
         );
         assert_eq!(row, full(d0), "narrowed search of thread {t}");
-        let mut k = d0 - row;
-        let mut owned = k == ip[row as usize];
-        let mut touched = false;
-        for _ in d0..d1 {
-            if k < ip[row as usize + 1] {
-                k += 1;
-                touched = true;
-            } else {
-                if owned {
-                    stored[row as usize] += 1;
-                } else if touched {
-                    added[row as usize] += 1;
-                }
-                (touched, owned) = (false, true);
-                row += 1;
-                if row >= rows {
-                    break;
-                }
+        let d1 = (d0 + items).min(total);
+        let row1 = full(d1); // the next lane's start (lane 31: the warp's end)
+        let (k0, k1) = (d0 - row, d1 - row1);
+        assert!(k1 - k0 <= items);
+        if row >= rows {
+            continue;
+        }
+        let mut owned = k0 == ip[row as usize];
+        let (mut touched, mut acc) = (false, 0u64);
+        let mut flush = |row: u64, owned: bool, touched: bool, acc: u64| {
+            if owned {
+                stored[row as usize] += 1;
+                y[row as usize] = acc;
+            } else if touched {
+                added[row as usize] += 1;
+                y[row as usize] += acc;
             }
+        };
+        for k in k0..k1 {
+            while k >= ip[row as usize + 1] {
+                flush(row, owned, touched, acc);
+                (acc, touched, owned) = (0, false, true);
+                row += 1;
+            }
+            acc += 1;
+            touched = true;
+        }
+        while row < row1 {
+            flush(row, owned, touched, acc);
+            (acc, touched, owned) = (0, false, true);
+            row += 1;
         }
         if touched {
             added[row as usize] += 1;
+            y[row as usize] += acc;
         }
     }
-    (stored, added)
+    (stored, added, y)
+}
+
+/// The nonzero-split kernel replayed on the host (lanes of 32, the
+/// segmented reduction as one add per row and warp): `(stored, added, y)`
+/// as [`merge_model`].
+fn nnz_model(ip: &[u64], items: u64) -> Replay {
+    let n = ip.len() - 1;
+    let nnz = ip[n];
+    let row_of = |k: u64| ip.partition_point(|&p| p <= k) - 1; // last r with ip[r] <= k
+    let (mut stored, mut added, mut y) = (vec![0u32; n], vec![0u32; n], vec![0u64; n]);
+    let lanes = nnz.div_ceil(items);
+    for w0 in (0..lanes).step_by(32) {
+        // (final row, partial) of each active lane of the warp.
+        let mut finals: Vec<(usize, u64)> = Vec::new();
+        for t in w0..(w0 + 32).min(lanes) {
+            let (begin, end) = (t * items, (t * items + items).min(nnz));
+            let mut row = row_of(begin);
+            let mut own = ip[row] == begin;
+            let mut sum = 0u64;
+            for k in begin..end {
+                if k >= ip[row + 1] {
+                    if own {
+                        stored[row] += 1;
+                        y[row] = sum;
+                    } else {
+                        added[row] += 1;
+                        y[row] += sum;
+                    }
+                    (own, sum) = (true, 0);
+                    while k >= ip[row + 1] {
+                        row += 1;
+                    }
+                }
+                sum += 1;
+            }
+            finals.push((row, sum));
+        }
+        for (i, &(row, _)) in finals.iter().enumerate() {
+            if i + 1 == finals.len() || finals[i + 1].0 != row {
+                let seg: u64 = finals[..=i]
+                    .iter()
+                    .rev()
+                    .take_while(|f| f.0 == row)
+                    .map(|f| f.1)
+                    .sum();
+                added[row] += 1;
+                y[row] += seg;
+            }
+        }
+    }
+    (stored, added, y)
 }
 
 #[test]
-fn merge_path_stores_each_row_once_or_only_adds_to_it() {
+fn merge_and_nnz_split_store_each_row_once_or_only_add_to_it() {
     // Empty rows (leading, inner, trailing), a long row spanning many
-    // threads, short rows, at both item counts.
+    // threads, short rows, at every item count.
     let lens = [0u64, 0, 3, 1, 0, 700, 2, 0, 0, 5, 1, 1, 1, 40, 0, 0];
     let mut ip = vec![0u64];
     for l in lens.iter().cycle().take(200) {
         ip.push(ip.last().unwrap() + l);
     }
-    for items in [8, 16] {
-        let (stored, added) = merge_model(&ip, items);
+    let models = [
+        ("merge8", merge_model(&ip, 8)),
+        ("merge16", merge_model(&ip, 16)),
+        ("nnz8", nnz_model(&ip, 8)),
+    ];
+    for (name, (stored, added, y)) in models {
         for r in 0..stored.len() {
             let len = ip[r + 1] - ip[r];
+            assert_eq!(y[r], len, "{name}: row {r} sums its nonzeros");
             // A row is stored by exactly one thread, or cut: never stored,
             // added by the threads that hold its nonzeros (y cleared first).
             match (stored[r], added[r]) {
+                (1, 0) | (0, 0) if len == 0 => {}
                 (1, 0) => {}
-                (0, a) => assert!(a >= 2 || (a == 1 && len > 0), "row {r}: {a} adds"),
-                other => panic!("row {r} (length {len}): {other:?}"),
-            }
-            if len == 0 {
-                assert_eq!((stored[r], added[r]), (1, 0), "empty row {r}");
+                (0, a) => assert!(a >= 1 && len > 0, "{name}: row {r}: {a} adds"),
+                other => panic!("{name}: row {r} (length {len}): {other:?}"),
             }
         }
     }

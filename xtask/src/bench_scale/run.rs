@@ -3,14 +3,17 @@
 //! cuSPARSE and the iteration.
 
 use super::generate::{Generated, hashed_values};
-use super::report::{Case, Iteration, Report, VendorRun};
+use super::report::{Case, Iteration, OrderRun, Renumbering, Report, VendorRun};
 use super::vendor::{IndexBits, LargeCusparse};
 use super::{Args, SELECTION_TOP, Spec};
 use crate::cusparse::{ALGS, Alg};
 use anyhow::{Context, Result};
 use sparserl_rt::large::ops::{self, Index64};
+use sparserl_rt::large::reorder::{self, LargePermutation, OwnedLargeCsr};
 use sparserl_rt::large::select::{self, Options, Reference};
-use sparserl_rt::large::{DeviceLargeCsr, LargeCsr, LargeVariant, MemoryNeed, OffsetWidth};
+use sparserl_rt::large::{
+    DeviceLargeCsr, LargeCsr, LargeVariant, MemoryNeed, OffsetWidth, RowStats,
+};
 use sparserl_rt::measure::time_launches;
 use sparserl_rt::{DeviceVec, Gpu};
 use std::time::Instant;
@@ -27,13 +30,20 @@ pub struct Runner<'a> {
     /// Seconds per estimated nonzero of the slowest case so far.
     rate: Option<f64>,
     peak_device: u64,
+    /// The matrix being run (progress lines).
+    current: String,
 }
 
 impl<'a> Runner<'a> {
-    /// Measures the copy bandwidth when there is a GPU.
+    /// Measures the copy bandwidth and compiles the large path's kernels
+    /// (a 1 x 1 SpMV, so that the first matrix's time does not hold the
+    /// compile) when there is a GPU.
     pub fn new(gpu: Option<Gpu>, args: &'a Args, start: Instant) -> Result<Self> {
         let copy_gbs = match &gpu {
-            Some(g) => sparserl_rt::copy_bandwidth_gbs(g).context("copy bandwidth")?,
+            Some(g) => {
+                warm_up(g).context("compiling the large path")?;
+                sparserl_rt::copy_bandwidth_gbs(g).context("copy bandwidth")?
+            }
             None => 0.0,
         };
         eprintln!("bench-scale: copy bandwidth {copy_gbs:.0} GB/s");
@@ -44,6 +54,7 @@ impl<'a> Runner<'a> {
             copy_gbs,
             rate: None,
             peak_device: 0,
+            current: String::new(),
         })
     }
 
@@ -67,15 +78,18 @@ impl<'a> Runner<'a> {
     }
 
     /// Runs `spec` into `report` (a case, or a skip with the reason); never
-    /// panics: a panic inside becomes a skip.
-    pub fn case(&mut self, spec: Spec, report: &mut Report) {
+    /// panics: a panic inside becomes a skip. `time_all`: every variant
+    /// timed on both orders (how far the selection is from the best).
+    pub fn case(&mut self, spec: Spec, time_all: bool, report: &mut Report) {
         if let Err(why) = self.guards(spec) {
             eprintln!("bench-scale: skipping {}: {why}", spec.name());
             report.skipped.push(format!("{}: {why}", spec.name()));
             return;
         }
         let t0 = Instant::now();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(spec)));
+        self.current = spec.name();
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(spec, time_all)));
         match outcome {
             Ok(Ok(case)) => report.cases.push(case),
             Ok(Err(e)) => report.skipped.push(format!("{}: {e:#}", spec.name())),
@@ -86,7 +100,8 @@ impl<'a> Runner<'a> {
     }
 
     /// The time guard (predicted from the slowest case so far) and the host
-    /// memory guard (about 13 bytes per nonzero and 32 per row at the peak).
+    /// memory guard (the given and the renumbered arrays at once: about 17
+    /// bytes per nonzero and 48 per row at the peak).
     fn guards(&self, spec: Spec) -> Result<(), String> {
         let left = self.args.max_seconds - self.start.elapsed().as_secs_f64();
         let predicted = self.rate.map_or(0.0, |r| r * spec.nnz_estimate() as f64);
@@ -95,7 +110,7 @@ impl<'a> Runner<'a> {
                 "time guard: {predicted:.0} s predicted, {left:.0} s left"
             ));
         }
-        let need = spec.nnz_estimate() * 13 + spec.rows() * 32;
+        let need = spec.nnz_estimate() * 17 + spec.rows() * 48;
         match mem_available() {
             Some(avail) if need > avail => Err(format!(
                 "host memory: about {need} bytes needed, {avail} available"
@@ -104,8 +119,10 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Generation, validation, and the device part when there is a GPU.
-    fn run(&mut self, spec: Spec) -> Result<Case> {
+    /// Generation and validation; the renumbering on the host (on its own
+    /// threads, beside the given order's device work when there is a GPU);
+    /// then the renumbered order on the device.
+    fn run(&mut self, spec: Spec, time_all: bool) -> Result<Case> {
         eprintln!("bench-scale: generating {}", spec.name());
         let g = spec.generate(self.args.seed)?;
         let t = Instant::now();
@@ -120,33 +137,86 @@ impl<'a> Runner<'a> {
             validation_s
         );
         let mut case = empty_case(&g, &csr, validation_s, self.copy_gbs);
-        match self.gpu.clone() {
-            Some(gpu) => self.device(&gpu, &csr, &mut case)?,
+        let (order, rule) = renumber_rule(&case.stats);
+        let x_host = hashed_values(self.args.seed ^ 0x0b5e_55ed, csr.cols());
+        let gpu = self.gpu.clone();
+        let mut it = Iteration::default();
+        let renumbered = std::thread::scope(|s| {
+            let host = s.spawn(|| renumber(&csr, order));
+            if let Some(gpu) = &gpu {
+                let run = self.order_run(gpu, &csr, &x_host, "given", time_all, &mut it);
+                match run {
+                    Ok(r) => case.given = r,
+                    Err(e) => case.notes.push(format!("given order failed: {e:#}")),
+                }
+            }
+            host.join()
+        });
+        drop(g); // the given arrays: the renumbered ones replace them
+        let (perm, owned, mut info) = match renumbered {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                case.notes.push(format!("renumbering failed: {e:#}"));
+                return Ok(finish(case, it));
+            }
+            Err(_) => {
+                case.notes.push("renumbering panicked".into());
+                return Ok(finish(case, it));
+            }
+        };
+        info.rule = rule;
+        let t = Instant::now();
+        let b = owned.csr()?;
+        info.validate_s = t.elapsed().as_secs_f64();
+        eprintln!(
+            "bench-scale: {}: {} order in {:.1} s, P A P^T in {:.1} s, validated in {:.1} s ({} threads)",
+            case.name, info.order, info.order_s, info.permute_s, info.validate_s, info.threads
+        );
+        case.renumbering = Some(info);
+        let x_perm = perm.to_new(&x_host)?;
+        drop((perm, x_host));
+        match gpu {
+            Some(gpu) => {
+                let run = self.order_run(&gpu, &b, &x_perm, order.as_str(), time_all, &mut it);
+                match run {
+                    Ok(r) => case.renumbered = Some(r),
+                    Err(e) => case.notes.push(format!("renumbered order failed: {e:#}")),
+                }
+            }
             None => case
                 .notes
-                .push("no GPU: generation and validation only".into()),
+                .push("no GPU: generation, validation and renumbering only".into()),
         }
-        Ok(case)
+        Ok(finish(case, it))
     }
 
-    /// Upload, our variants, cuSPARSE, the iteration.
-    fn device(&mut self, gpu: &Gpu, csr: &LargeCsr<'_, u64, f32>, case: &mut Case) -> Result<()> {
+    /// One numbering on the device: upload (after the memory check), our
+    /// selection, cuSPARSE; the device arrays are freed before it returns.
+    /// Our iteration runs on a renumbered order, cuSPARSE's on the given one.
+    fn order_run(
+        &mut self,
+        gpu: &Gpu,
+        csr: &LargeCsr<'_, u64, f32>,
+        x_host: &[f32],
+        order: &str,
+        time_all: bool,
+        it: &mut Iteration,
+    ) -> Result<OrderRun> {
         let n = csr.rows() as u64;
-        let vectors = 7 * n * 4;
-        MemoryNeed::check(
-            gpu,
-            "the matrix and its vectors",
-            case.traffic_bytes + vectors,
-        )?;
+        let traffic = csr.csr_bytes(OffsetWidth::for_nnz(csr.nnz() as u64)) + 2 * 4 * n;
+        MemoryNeed::check(gpu, "the matrix and its vectors", traffic + 7 * n * 4)?;
+        let mut run = OrderRun {
+            order: order.into(),
+            ..OrderRun::default()
+        };
         let t = Instant::now();
         let a = DeviceLargeCsr::upload(gpu, csr)?;
         gpu.synchronize()?;
-        case.upload_s = t.elapsed().as_secs_f64();
+        run.upload_s = t.elapsed().as_secs_f64();
         self.sample_device();
-        let x_host = hashed_values(self.args.seed ^ 0x0b5e_55ed, csr.cols());
-        let reference = Reference::sample(csr, &x_host, self.args.seed)?;
-        case.checked_rows = reference.rows.len();
-        let copies = if case.traffic_bytes < 2 * gpu.l2_bytes() as u64 {
+        let reference = Reference::sample(csr, x_host, self.args.seed)?;
+        run.checked_rows = reference.rows.len();
+        let copies = if traffic < 2 * gpu.l2_bytes() as u64 {
             4
         } else {
             1
@@ -154,26 +224,42 @@ impl<'a> Runner<'a> {
         let mut xs = Vec::new();
         let mut ys = Vec::new();
         for _ in 0..copies {
-            xs.push(DeviceVec::from_host(gpu, &x_host)?);
+            xs.push(DeviceVec::from_host(gpu, x_host)?);
             ys.push(DeviceVec::<f32>::zeros(gpu, csr.rows())?);
         }
-        self.ours(gpu, &a, &reference, &xs, &mut ys, case)?;
+        let floor_us = traffic as f64 / (self.copy_gbs.max(1.0) * 1e3);
+        self.ours(gpu, &a, &reference, &xs, &mut ys, time_all, &mut run, order)?;
+        run.selected_of_floor = run.selected_us.map(|s| floor_us / s);
         self.sample_device();
         drop(ys);
-        let mut it = Iteration::default();
-        if let Some(pick) = case.selected.as_deref().and_then(variant_of) {
-            it.ours_us = iteration_ours(gpu, &a, pick, csr, &xs[0], self.args.reps)
-                .map_err(|e| case.notes.push(format!("our iteration failed: {e:#}")))
-                .ok()
-                .flatten();
+        let given = order == "given";
+        if !given && let Some(pick) = run.selected.as_deref().and_then(variant_of) {
+            it.ours_order = Some(order.into());
+            match iteration_ours(gpu, &a, pick, csr, &xs[0], self.args.reps) {
+                Ok(us) => it.ours_us = us,
+                Err(e) => run
+                    .notes
+                    .push(format!("{order}: our iteration failed: {e:#}")),
+            }
         }
         drop(xs);
-        self.vendor(gpu, &a, &x_host, &reference, csr, case, &mut it);
-        case.iteration = it;
-        Ok(())
+        self.vendor(
+            gpu,
+            &a,
+            x_host,
+            &reference,
+            csr,
+            &mut run,
+            given.then_some(it),
+        );
+        drop(a);
+        gpu.synchronize()?;
+        Ok(run)
     }
 
-    /// Our selection on the full matrix; every variant measured.
+    /// Our selection on the full matrix: the cost model's first
+    /// [`SELECTION_TOP`] checked and timed, every variant when `time_all`.
+    #[allow(clippy::too_many_arguments)]
     fn ours(
         &mut self,
         gpu: &Gpu,
@@ -181,15 +267,22 @@ impl<'a> Runner<'a> {
         reference: &Reference,
         xs: &[DeviceVec<f32>],
         ys: &mut [DeviceVec<f32>],
-        case: &mut Case,
+        time_all: bool,
+        run: &mut OrderRun,
+        order: &str,
     ) -> Result<()> {
+        let measured = if time_all {
+            LargeVariant::SPACE.len()
+        } else {
+            SELECTION_TOP
+        };
         let opts = Options {
-            measured: LargeVariant::SPACE.len(),
+            measured,
             warmup: 2,
             reps: self.args.reps,
             max_seconds: 1.0,
         };
-        let name = case.name.clone();
+        let name = format!("{} ({order})", self.current);
         let sel = select::select(gpu, a, reference, xs, ys, self.copy_gbs, opts, |c| {
             let ok = c.check.is_some_and(|k| k.passed);
             eprintln!(
@@ -202,25 +295,26 @@ impl<'a> Runner<'a> {
                     .map_or("-".into(), |m| format!("{:.0}", m.median))
             );
         })?;
-        case.model_pick = sel.model_pick().map(|v| v.id());
+        run.measured = measured.min(sel.candidates.len());
+        run.model_pick = sel.model_pick().map(|v| v.id());
         let chosen = sel.best_of_first(SELECTION_TOP);
         let best = sel.best_of_first(LargeVariant::SPACE.len());
-        case.selected = chosen.map(|c| c.0.id());
-        case.selected_us = chosen.map(|c| c.1);
-        case.best = best.map(|b| b.0.id());
-        case.best_us = best.map(|b| b.1);
-        case.selected_over_best = chosen.zip(best).map(|(c, b)| c.1 / b.1);
-        case.model_over_best = sel
+        run.selected = chosen.map(|c| c.0.id());
+        run.selected_us = chosen.map(|c| c.1);
+        run.best = best.map(|b| b.0.id());
+        run.best_us = best.map(|b| b.1);
+        run.selected_over_best = chosen.zip(best).map(|(c, b)| c.1 / b.1);
+        run.model_over_best = sel
             .model_pick()
             .and_then(|m| sel.median_us(m))
             .zip(best)
             .map(|(m, b)| m / b.1);
-        case.selected_of_floor = case.selected_us.map(|s| case.floor_us / s);
-        case.candidates = sel.candidates;
+        run.candidates = sel.candidates;
         Ok(())
     }
 
-    /// cuSPARSE with 32-bit indices where the matrix fits, and 64-bit.
+    /// cuSPARSE with 32-bit indices where the matrix fits, and 64-bit; the
+    /// iteration with its fastest configuration when `it` is given.
     #[allow(clippy::too_many_arguments)]
     fn vendor(
         &mut self,
@@ -229,14 +323,15 @@ impl<'a> Runner<'a> {
         x_host: &[f32],
         reference: &Reference,
         csr: &LargeCsr<'_, u64, f32>,
-        case: &mut Case,
-        it: &mut Iteration,
+        run: &mut OrderRun,
+        mut it: Option<&mut Iteration>,
     ) {
         let fits32 = a.offset_width() == OffsetWidth::U32 && (a.cols() as u64) < (1 << 31);
+        let mut notes = Vec::new();
         let index = match Index64::build(gpu, a) {
             Ok(i) => Some(i),
             Err(e) => {
-                case.notes.push(format!("no 64-bit cuSPARSE run: {e}"));
+                notes.push(format!("{}: no 64-bit cuSPARSE run: {e}", run.order));
                 None
             }
         };
@@ -248,36 +343,136 @@ impl<'a> Runner<'a> {
         if let Some(i) = index.as_ref() {
             runs.push((IndexBits::I64, Some(i)));
         }
+        let reps = self.args.reps;
         for (bits, idx) in runs {
-            let outcome = vendor_runs(gpu, a, bits, idx, x_host, reference, csr, self.args.reps);
+            let with_iter = it.is_some();
+            let outcome = vendor_runs(gpu, a, bits, idx, x_host, reference, csr, reps, with_iter);
             self.sample_device();
             match outcome {
                 Ok((vr, iter_us)) => {
                     let best = best_of(&vr);
                     match bits {
-                        IndexBits::I32 => case.cusparse32_us = best.map(|b| b.1),
-                        IndexBits::I64 => case.cusparse64_us = best.map(|b| b.1),
+                        IndexBits::I32 => run.cusparse32_us = best.map(|b| b.1),
+                        IndexBits::I64 => run.cusparse64_us = best.map(|b| b.1),
                     }
-                    if let Some((alg, us)) = iter_us
+                    if let (Some((alg, us)), Some(it)) = (iter_us, it.as_deref_mut())
                         && it.cusparse_us.is_none_or(|u| us < u)
                     {
                         it.cusparse_us = Some(us);
                         it.cusparse_config = Some(format!("{}/{}", bits_num(bits), alg.name()));
                     }
-                    case.cusparse.extend(vr);
+                    for r in vr.iter().filter(|r| r.median_us.is_none()) {
+                        notes.push(format!(
+                            "{}: cuSPARSE {}-bit {} has no time: {}",
+                            run.order,
+                            r.index_bits,
+                            r.alg,
+                            r.error.clone().unwrap_or_else(|| format!(
+                                "check failed (err {:.1e})",
+                                r.max_rel_err
+                            ))
+                        ));
+                    }
+                    run.cusparse.extend(vr);
                 }
-                Err(e) => case
-                    .notes
-                    .push(format!("cuSPARSE {}-bit failed: {e:#}", bits_num(bits))),
+                Err(e) => notes.push(format!(
+                    "{}: cuSPARSE {}-bit failed: {e:#}",
+                    run.order,
+                    bits_num(bits)
+                )),
             }
         }
-        let vendor_best = [case.cusparse64_us, case.cusparse32_us]
-            .into_iter()
-            .flatten()
-            .min_by(f64::total_cmp);
-        case.speedup = vendor_best.zip(case.selected_us).map(|(v, o)| v / o);
-        case.speedup_vs_64 = case.cusparse64_us.zip(case.selected_us).map(|(v, o)| v / o);
+        run.kernel_speedup = run
+            .cusparse_best_us()
+            .zip(run.selected_us)
+            .map(|(v, o)| v / o);
+        run.notes.extend(notes);
     }
+}
+
+/// The renumbering a matrix gets, and why: degree order when the row
+/// lengths vary by more than their mean (row-length cv above
+/// [`DEGREE_CV`]: a skewed graph whose hubs dominate the reads of `x`),
+/// reverse Cuthill-McKee otherwise (a mesh-like matrix with a geometry).
+pub fn renumber_rule(stats: &RowStats) -> (Order, String) {
+    if stats.cv > DEGREE_CV {
+        (
+            Order::Degree,
+            format!("row-length cv {:.2} > {DEGREE_CV}: degree order", stats.cv),
+        )
+    } else {
+        (
+            Order::Rcm,
+            format!(
+                "row-length cv {:.2} <= {DEGREE_CV}: reverse Cuthill-McKee",
+                stats.cv
+            ),
+        )
+    }
+}
+
+/// The row-length coefficient of variation from which degree order is used.
+pub const DEGREE_CV: f64 = 1.0;
+
+/// The two renumberings of the benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Decreasing degree in `A + Aᵀ`.
+    Degree,
+    /// Reverse Cuthill-McKee.
+    Rcm,
+}
+
+impl Order {
+    /// Name in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Degree => "degree",
+            Order::Rcm => "rcm",
+        }
+    }
+}
+
+/// What [`renumber`] returns: the permutation, `P A Pᵀ` and the timings.
+type Renumbered = (LargePermutation, OwnedLargeCsr<f32>, Renumbering);
+
+/// The order of `csr` and `P A Pᵀ`, timed (on every host thread).
+fn renumber(csr: &LargeCsr<'_, u64, f32>, order: Order) -> Result<Renumbered> {
+    let t = Instant::now();
+    let perm = match order {
+        Order::Degree => reorder::degree_order(csr)?,
+        Order::Rcm => reorder::rcm_order(csr)?,
+    };
+    let order_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let owned = reorder::permute(csr, &perm)?;
+    let info = Renumbering {
+        order: order.as_str().into(),
+        rule: String::new(),
+        order_s,
+        permute_s: t.elapsed().as_secs_f64(),
+        validate_s: 0.0,
+        threads: reorder::threads(),
+    };
+    Ok((perm, owned, info))
+}
+
+/// The case with its speedups and iteration filled in.
+fn finish(mut case: Case, it: Iteration) -> Case {
+    case.iteration = it;
+    case.finish();
+    case
+}
+
+/// One SpMV of a 1 x 1 matrix: NVRTC compiles `spmv64.cu` at first use.
+fn warm_up(gpu: &Gpu) -> Result<()> {
+    let (ip, ix, vs) = ([0u64, 1], [0u32], [1.0f32]);
+    let a = DeviceLargeCsr::upload(gpu, &LargeCsr::try_from_parts(1, 1, &ip, &ix, &vs)?)?;
+    let x = DeviceVec::from_host(gpu, &[1.0f32])?;
+    let mut y = DeviceVec::<f32>::zeros(gpu, 1)?;
+    a.spmv(gpu, LargeVariant::Merge { items: 8 }, &x, &mut y)?;
+    gpu.synchronize()?;
+    Ok(())
 }
 
 fn bits_num(b: IndexBits) -> u32 {
@@ -298,7 +493,8 @@ fn best_of(runs: &[VendorRun]) -> Option<(String, f64)> {
 type VendorOutcome = (Vec<VendorRun>, Option<(Alg, f64)>);
 
 /// Every cuSPARSE algorithm with `bits` index types: checked against the
-/// reference, then timed; and the iteration with the fastest.
+/// reference, then timed; and the iteration with the fastest when
+/// `with_iter`.
 #[allow(clippy::too_many_arguments)]
 fn vendor_runs(
     gpu: &Gpu,
@@ -309,6 +505,7 @@ fn vendor_runs(
     reference: &Reference,
     csr: &LargeCsr<'_, u64, f32>,
     reps: u32,
+    with_iter: bool,
 ) -> Result<VendorOutcome> {
     let x = DeviceVec::from_host(gpu, x_host)?;
     let y = DeviceVec::<f32>::zeros(gpu, a.rows())?;
@@ -322,7 +519,14 @@ fn vendor_runs(
             alg.name(),
             match (&run.error, run.median_us) {
                 (Some(e), _) => format!("error {e}"),
-                (None, Some(m)) => format!("passed, median {m:.0} us"),
+                (None, Some(m)) => format!(
+                    "passed, median {m:.0} us{}",
+                    if run.preprocessed == Some(false) {
+                        " (plain cusparseSpMV: preprocessing failed)"
+                    } else {
+                        ""
+                    }
+                ),
                 (None, None) => format!("check FAILED (err {:.1e})", run.max_rel_err),
             }
         );
@@ -333,7 +537,7 @@ fn vendor_runs(
         .zip(&runs)
         .filter_map(|(alg, r)| r.median_us.map(|m| (alg, m)))
         .min_by(|a, b| a.1.total_cmp(&b.1));
-    let iter = match best {
+    let iter = match best.filter(|_| with_iter) {
         Some((alg, _)) => {
             iteration_vendor(gpu, &mut cs, alg, csr, x_host, reps)?.map(|us| (alg, us))
         }
@@ -354,13 +558,20 @@ fn vendor_alg(
     let mut run = VendorRun {
         index_bits: bits_num(bits),
         alg: alg.name().into(),
+        preprocessed: None,
+        preprocess_error: None,
         passed: false,
         max_rel_err: f64::NAN,
         median_us: None,
         error: None,
     };
     let outcome = (|| -> Result<()> {
-        cs.prepare(alg)?;
+        let prepared = cs.prepare(alg);
+        if let Some(pre) = cs.preprocess_outcome(alg) {
+            run.preprocessed = Some(pre.is_ok());
+            run.preprocess_error = pre.err();
+        }
+        prepared?;
         ops::fill(gpu, f32::NAN, cs.vectors().1)?;
         cs.launch(alg)?;
         let check = select::compare(&cs.vectors().1.to_host(gpu)?, reference);
@@ -458,31 +669,24 @@ fn empty_case(
         rows: g.n as u64,
         nnz: csr.nnz() as u64,
         offsets: width.as_str().into(),
-        stats: sparserl_rt::large::RowStats::of(csr),
+        stats: RowStats::of(csr),
         generation_s: g.seconds,
         validation_s,
-        upload_s: 0.0,
-        checked_rows: 0,
-        candidates: Vec::new(),
-        model_pick: None,
-        selected: None,
-        selected_us: None,
-        best: None,
-        best_us: None,
-        selected_over_best: None,
-        model_over_best: None,
-        cusparse: Vec::new(),
-        cusparse64_us: None,
-        cusparse32_us: None,
+        given: OrderRun {
+            order: "given".into(),
+            ..OrderRun::default()
+        },
+        renumbering: None,
+        renumbered: None,
         speedup: None,
         speedup_vs_64: None,
+        speedup_given_order: None,
         traffic_bytes: traffic,
         floor_us: if copy_gbs > 0.0 {
             traffic as f64 / (copy_gbs * 1e3)
         } else {
             0.0
         },
-        selected_of_floor: None,
         iteration: Iteration::default(),
         notes: Vec::new(),
     }

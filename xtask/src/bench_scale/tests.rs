@@ -120,39 +120,73 @@ fn plan_runs_the_smallest_then_the_largest_scale() {
     assert_eq!(plan(&args(&["--small"])).len(), 4);
 }
 
-fn case(name: &str, nnz: u64, speedup: Option<f64>) -> Case {
+fn case(name: &str, nnz: u64, given: (f64, f64), renumbered: Option<(f64, f64)>) -> Case {
+    let order = |o: &str, (ours, vendor): (f64, f64)| {
+        serde_json::json!({
+            "order": o, "upload_s": 0.1, "checked_rows": 5, "candidates": [], "measured": 3,
+            "model_pick": "merge8", "selected": "merge8", "selected_us": ours, "best": "merge8",
+            "best_us": ours, "selected_over_best": 1.0, "model_over_best": 1.0, "cusparse": [],
+            "cusparse64_us": vendor, "cusparse32_us": null, "kernel_speedup": vendor / ours,
+            "selected_of_floor": 0.5, "notes": []
+        })
+    };
     let mut c: Case = serde_json::from_value(serde_json::json!({
         "name": name, "family": "rmat", "rows": 10, "nnz": nnz, "offsets": "u64",
         "stats": {"rows": 10, "nnz": nnz, "mean": 1.0, "cv": 0.0, "max": 1, "empty": 0},
-        "generation_s": 1.0, "validation_s": 0.1, "upload_s": 0.1, "checked_rows": 5,
-        "candidates": [], "model_pick": null, "selected": "merge8", "selected_us": 10.0,
-        "best": "merge8", "best_us": 10.0, "selected_over_best": 1.0, "model_over_best": 1.0,
-        "cusparse": [], "cusparse64_us": null, "cusparse32_us": null, "speedup": null,
-        "speedup_vs_64": null, "traffic_bytes": 100, "floor_us": 5.0, "selected_of_floor": 0.5,
-        "iteration": {}, "notes": []
+        "generation_s": 1.0, "validation_s": 0.1, "given": order("given", given),
+        "renumbering": null, "renumbered": renumbered.map(|r| order("degree", r)),
+        "speedup": null, "speedup_vs_64": null, "speedup_given_order": null,
+        "traffic_bytes": 100, "floor_us": 5.0, "iteration": {}, "notes": []
     }))
     .unwrap();
-    c.speedup = speedup;
+    c.finish();
     c
 }
 
 #[test]
-fn summary_takes_geomean_min_and_largest() {
+fn summary_takes_the_product_speedup_geomean_min_and_largest() {
     let mut r = Report {
         cases: vec![
-            case("a", 100, Some(2.0)),
-            case("b", 3 << 30, Some(0.5)),
-            case("c", 50, None),
+            // Given 20 us vs cuSPARSE 20 us; renumbered ours 10 us: 2x.
+            case("a", 100, (20.0, 20.0), Some((10.0, 15.0))),
+            case("b", 3 << 30, (40.0, 10.0), Some((20.0, 10.0))),
+            case("c", 50, (10.0, 10.0), None),
         ],
         ..Report::default()
     };
     r.summarize();
+    assert_eq!(r.cases[0].speedup, Some(2.0));
+    assert_eq!(r.cases[1].speedup, Some(0.5));
+    assert_eq!(
+        r.cases[2].speedup, None,
+        "no renumbered run: no product speedup"
+    );
     assert_eq!(r.summary.geomean_speedup_scale, Some(1.0));
     assert_eq!(r.summary.min_speedup_scale, Some(0.5));
+    let given = (1.0f64 * 0.25 * 1.0).cbrt();
+    assert!((r.summary.geomean_speedup_scale_given_order.unwrap() - given).abs() < 1e-12);
+    let kernel = (1.5f64 * 0.5).sqrt();
+    assert!((r.summary.geomean_kernel_speedup_renumbered.unwrap() - kernel).abs() < 1e-12);
     assert_eq!(r.summary.largest_nnz, 3 << 30);
     assert!(r.summary.largest_past_2_31_checked);
     let md = report::render_markdown(&r);
     assert!(md.contains("| b |") && md.contains("min 0.50"));
+    assert!(md.contains("ours on the matrix the product renumbers"));
+}
+
+#[test]
+fn the_rule_picks_degree_order_for_skewed_rows_and_rcm_otherwise() {
+    let stats = |cv: f64| sparserl_rt::large::RowStats {
+        rows: 10,
+        nnz: 70,
+        mean: 7.0,
+        cv,
+        max: 9,
+        empty: 0,
+    };
+    assert_eq!(run::renumber_rule(&stats(15.6)).0, run::Order::Degree);
+    assert_eq!(run::renumber_rule(&stats(0.016)).0, run::Order::Rcm);
+    assert!(run::renumber_rule(&stats(2.0)).1.contains("cv 2.00"));
 }
 
 #[test]
@@ -177,5 +211,16 @@ fn small_run_without_a_gpu_writes_its_report() {
             .iter()
             .all(|c| c.nnz > 0 && c.notes[0].contains("no GPU"))
     );
+    // Every matrix renumbered on the host: the mesh by RCM, the graphs by degree.
+    for c in &r.cases {
+        let n = c.renumbering.as_ref().expect("renumbered on the host");
+        let want = if c.family == "mesh3d" {
+            "rcm"
+        } else {
+            "degree"
+        };
+        assert_eq!(n.order, want, "{}", c.name);
+        assert!(n.threads >= 1 && n.permute_s >= 0.0);
+    }
     assert!(dir.path().join("s.md").exists());
 }

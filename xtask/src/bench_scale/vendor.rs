@@ -4,6 +4,20 @@
 //! widened on the device by [`Index64`]). As `crate::cusparse`: the library
 //! is checked loadable first, descriptors and work buffers are created once
 //! per algorithm, `cusparseSpMV_preprocess` is used when present.
+//!
+//! Past 2^31 nonzeros: cuSPARSE documents `CUSPARSE_INDEX_64I` for
+//! `cusparseSpMV` (docs.nvidia.com/cuda/cusparse, cusparseSpMV), but users
+//! report `CUSPARSE_STATUS_INTERNAL_ERROR` there: JuliaGPU/CUDA.jl#2555
+//! (SpMM / SpMV from 2^31 - 127 nonzeros on an H100, CUDA 12.4) and
+//! cupy/cupy#9490 (64-bit SpMV / SpMM fail at 2^31 + 2^20 nonzeros with
+//! cuSPARSE 12.5.4 and succeed with 12.8.0). Our first scale run saw the
+//! error from `cusparseSpMV_preprocess` for all three algorithms on R-MAT
+//! scale 28 (4.26e9 nonzeros). So when preprocessing fails, the error is
+//! recorded, the matrix descriptor is created again and the algorithm runs
+//! as plain `cusparseSpMV` on the `cusparseSpMV_bufferSize` buffer; its
+//! output is checked against float64 like every other run, and a failure
+//! of the plain call is reported as such ([`library_version`] names the
+//! library that ran).
 
 use crate::cusparse::{Alg, check, data_type, has_symbol, library_status};
 use anyhow::{Context, Result, anyhow, bail};
@@ -34,6 +48,9 @@ pub struct LargeCusparse<'a> {
     yd: sys::cusparseDnVecDescr_t,
     work: [Option<CudaSlice<u8>>; 3],
     preprocess: bool,
+    /// Per algorithm: whether `cusparseSpMV_preprocess` ran, or its error.
+    preprocessed: [Option<std::result::Result<(), String>>; 3],
+    bits: IndexBits,
     x: DeviceVec<f32>,
     y: DeviceVec<f32>,
     _a: &'a DeviceLargeCsr<f32>,
@@ -76,6 +93,8 @@ impl<'a> LargeCusparse<'a> {
             yd: std::ptr::null_mut(),
             work: [None, None, None],
             preprocess: has_symbol("cusparseSpMV_preprocess"),
+            preprocessed: [None, None, None],
+            bits,
             x: DeviceVec::zeros(gpu, 0)?,
             y: DeviceVec::zeros(gpu, 0)?,
             _a: a,
@@ -163,7 +182,7 @@ impl<'a> LargeCusparse<'a> {
             let (bp, _g) = buf.device_ptr_mut(&stream);
             // SAFETY: as bufferSize; the buffer has the size asked for and
             // is kept in `self.work` for every later call.
-            check(
+            let pre = check(
                 unsafe {
                     sys::cusparseSpMV_preprocess(
                         self.handle,
@@ -179,10 +198,40 @@ impl<'a> LargeCusparse<'a> {
                     )
                 },
                 &format!("cusparseSpMV_preprocess({})", alg.name()),
-            )?;
+            );
+            drop(_g);
+            if pre.is_err() {
+                // A fresh descriptor for the plain call (the failed one may
+                // hold partial preprocessing state).
+                stream.synchronize()?;
+                self.rebuild_matrix()?;
+            }
+            self.preprocessed[alg.index()] = Some(pre.map_err(|e| format!("{e:#}")));
         }
         stream.synchronize()?;
         self.work[alg.index()] = Some(buf);
+        Ok(())
+    }
+
+    /// Whether `alg` was preprocessed: `None` when it was not tried (the
+    /// library has no `cusparseSpMV_preprocess`, or `alg` is unprepared),
+    /// else the outcome (its error when it failed and the plain call ran).
+    pub fn preprocess_outcome(&self, alg: Alg) -> Option<std::result::Result<(), String>> {
+        self.preprocessed[alg.index()].clone()
+    }
+
+    /// Destroys the matrix descriptor and creates it again over the same
+    /// arrays.
+    fn rebuild_matrix(&mut self) -> Result<()> {
+        // SAFETY: the raw-handle contract of `crate::app_vendor`.
+        let stream = unsafe { self.gpu.stream() }.clone();
+        if !self.mat.is_null() {
+            // SAFETY: created by cusparseCreateCsr, destroyed once; no work
+            // on it is queued (the stream was synchronized).
+            unsafe { sys::cusparseDestroySpMat(self.mat) };
+            self.mat = std::ptr::null_mut();
+        }
+        self.mat = matrix(&stream, self._a, self.bits, self._index)?;
         Ok(())
     }
 
@@ -216,6 +265,25 @@ impl<'a> LargeCusparse<'a> {
             &format!("cusparseSpMV({})", alg.name()),
         )
     }
+}
+
+/// The loaded cuSPARSE's version (`major.minor.patch`), `None` when the
+/// library cannot be loaded or does not answer.
+pub fn library_version() -> Option<String> {
+    library_status().ok()?;
+    let mut parts = [0i32; 3];
+    for (p, kind) in parts.iter_mut().zip([
+        sys::libraryPropertyType::MAJOR_VERSION,
+        sys::libraryPropertyType::MINOR_VERSION,
+        sys::libraryPropertyType::PATCH_LEVEL,
+    ]) {
+        // SAFETY: the library is loaded (checked above); a valid out-pointer.
+        let st = unsafe { sys::cusparseGetProperty(kind, p) };
+        if st != sys::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
+            return None;
+        }
+    }
+    Some(format!("{}.{}.{}", parts[0], parts[1], parts[2]))
 }
 
 /// The CSR descriptor of `a` with `bits` index types.
