@@ -396,7 +396,12 @@ pub fn run(args: SpmmArgs) -> Result<()> {
             std::env::args().skip(1).collect::<Vec<_>>().join(" ")
         ),
         commit: args.commit.clone(),
-        policy: sparserl_policies::policy_in_use().choice.version(),
+        // SpMM is ranked by the SpMM prior; the SpMV policy is named beside it.
+        policy: format!(
+            "{} (SpMV policy {})",
+            sparserl_policies::SPMM_PRIOR_VERSION,
+            sparserl_policies::policy_in_use().choice.version()
+        ),
         ours_choice: ours.choice_label(),
         copy_gbs,
         l2_bytes: gpu.l2_bytes(),
