@@ -236,6 +236,10 @@ struct EvalRow {
     zero_shot_variant: String,
     zero_shot_gbs: Option<f64>,
     zero_shot_predicted_gbs: f64,
+    /// The no-GPU pick (risk-adjusted, `Policy::pick`), which a build
+    /// without a GPU uses, and its measured GB/s.
+    no_gpu_variant: String,
+    no_gpu_gbs: Option<f64>,
     /// Best measured GB/s among the first k candidates of the search (see
     /// [`search_order`]), for k in [`TOP_K`].
     top_k_gbs: BTreeMap<String, Option<f64>>,
@@ -441,6 +445,16 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
         let Some(&pick) = runnable(&ds, rec, &props).first() else {
             bail!("{}: none of the policy's proposals can run", rec.name);
         };
+        let cannot = ds.infer_cannot_run(rec);
+        // What a build without a GPU uses: the risk-adjusted pick.
+        let no_gpu = policy
+            .pick_with(
+                &f,
+                rec.value,
+                &sparserl_policies::pick::DEFAULT_RULE,
+                &|v| !cannot.contains(&v.strategy),
+            )
+            .map_or(pick, |p| p.variant);
         let order = search_order(&ds, rec, &props);
         let top_k_gbs = TOP_K
             .iter()
@@ -489,6 +503,8 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
             zero_shot_variant: pick.to_string(),
             zero_shot_gbs: measured(&ds, rec, &pick),
             zero_shot_predicted_gbs: policy.predicted_gbs(&f, rec.value, &pick),
+            no_gpu_variant: no_gpu.to_string(),
+            no_gpu_gbs: measured(&ds, rec, &no_gpu),
             top_k_gbs,
             template_variant: template.to_string(),
             template_gbs: measured(&ds, rec, &template),
@@ -503,6 +519,7 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
     let columns: Vec<(String, Column)> = {
         let mut c: Vec<(String, Column)> =
             vec![("zero_shot".into(), Box::new(|r: &EvalRow| r.zero_shot_gbs))];
+        c.push(("no_gpu".into(), Box::new(|r: &EvalRow| r.no_gpu_gbs)));
         for k in TOP_K {
             let key = format!("top{k}");
             c.push((
@@ -628,10 +645,11 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
     std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
 
     println!(
-        "held-out: {} records ({} matrices); geomean fraction of oracle: zero-shot {:.3}, top-1 {:.3}, top-4 {:.3}, top-16 {:.3}, template {:.3}, prior {:.3}",
+        "held-out: {} records ({} matrices); geomean fraction of oracle: zero-shot {:.3}, no-GPU pick {:.3}, top-1 {:.3}, top-4 {:.3}, top-16 {:.3}, template {:.3}, prior {:.3}",
         rows.len(),
         held_matrices.len(),
         geo_norm["zero_shot"],
+        geo_norm["no_gpu"],
         geo_norm["top1"],
         geo_norm["top4"],
         geo_norm["top16"],
@@ -733,6 +751,10 @@ fn markdown(args: &EvalArgs, report: &Value, rows: &[EvalRow], svg: &str) -> Str
     );
     let labels = [
         ("zero_shot", "policy, zero-shot pick (no search)"),
+        (
+            "no_gpu",
+            "policy, no-GPU pick (risk-adjusted: what a build without a GPU uses)",
+        ),
         ("top1", "policy, top-1 (measured)"),
         (
             "top4",
