@@ -120,6 +120,14 @@ fn main() -> Result<()> {
     let rules: Vec<(String, PickRule)> = vec![
         ("argmax".into(), PickRule::Argmax),
         ("risk".into(), PickRule::Risk(RiskRule::DEFAULT)),
+        // The default before it took the first 3 proposals only.
+        (
+            "risk-c8".into(),
+            PickRule::Risk(RiskRule {
+                candidates: 8,
+                ..RiskRule::DEFAULT
+            }),
+        ),
     ];
     let names: Vec<String> = rules.iter().map(|r| r.0.clone()).collect();
     let primary = sparserl_policies::pick::rule_name(&sparserl_policies::pick::DEFAULT_RULE);
@@ -185,7 +193,11 @@ fn main() -> Result<()> {
         "gpu": ds.gpu,
         "seeds": args.seeds,
         "train": {"epochs": args.epochs, "samples": args.samples, "cost_steps": args.cost_steps, "hidden": args.hidden, "threads": args.threads},
-        "rules": {"argmax": "most probable variant", "risk": format!("{:?}", RiskRule::DEFAULT)},
+        "rules": {
+            "argmax": "most probable variant",
+            "risk": format!("{:?}", RiskRule::DEFAULT),
+            "risk-c8": format!("{:?}", RiskRule { candidates: 8, ..RiskRule::DEFAULT }),
+        },
         "large_bytes": loco::LARGE_BYTES,
         "seconds": t0.elapsed().as_secs_f64(),
     });

@@ -286,7 +286,10 @@ fn cache_key(
             run.budget,
             super::objective::key_suffix(decl)
         ),
-        _ => format!("policy:{policy_version}"),
+        _ => format!(
+            "policy:{policy_version}:{}",
+            sparserl_policies::pick::rule_id(&sparserl_policies::pick::DEFAULT_RULE)
+        ),
     };
     let mut key = KeyBuilder::new();
     key.text("descriptor", descriptor_fp)
