@@ -36,6 +36,32 @@ pub struct MatrixRecord {
     /// sha256); `None` in datasets written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// Energy per call of some of the variants (`collect --energy-top`):
+    /// the fastest correct ones, measured through the driver's energy
+    /// counter; empty when energy was not measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub energy: Vec<EnergyResult>,
+}
+
+/// One variant's measured energy per call.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct EnergyResult {
+    /// Variant index (as in [`MatrixRecord::results`]).
+    pub variant: usize,
+    /// Joules per call (median of the windows; the whole card, idle
+    /// included).
+    pub joules_per_call: f64,
+    /// Seconds per call in the same windows.
+    pub seconds_per_call: f64,
+    /// Relative spread of the windows ((max - min) / median).
+    pub spread: f64,
+}
+
+impl EnergyResult {
+    /// Average power of the card while the variant ran, watts.
+    pub fn power_w(&self) -> f64 {
+        self.joules_per_call / self.seconds_per_call
+    }
 }
 
 /// Strategies of the policy's vocabulary that need a layout some matrices
@@ -67,6 +93,39 @@ impl MatrixRecord {
             .filter(|r| r.3)
             .map(|r| r.1)
             .unwrap_or(0.0)
+    }
+}
+
+/// Geometric mean of the positive finite entries of `xs` (`None` if none).
+fn geomean(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = xs
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
+    (n > 0).then(|| (sum / n as f64).exp())
+}
+
+impl MatrixRecord {
+    /// The record with every energy-measured variant's GB/s moved by its
+    /// power: `gbs * (P_mean / P)^energy_weight`, `P_mean` the geometric
+    /// mean power of the record's energy-measured variants. In logs the
+    /// score is `ln GB/s - w ln(P / P_mean)`: with J = P t, weight 1 ranks
+    /// the measured variants by bytes per joule and weight 0 by time.
+    /// Variants without an energy measurement keep their GB/s (power
+    /// `P_mean` assumed); a record without energy is unchanged.
+    pub fn energy_weighted(&self, energy_weight: f64) -> MatrixRecord {
+        let mut out = self.clone();
+        let Some(mean) = geomean(self.energy.iter().map(EnergyResult::power_w)) else {
+            return out;
+        };
+        for r in &mut out.results {
+            if let Some(e) = self.energy.iter().find(|e| e.variant == r.0)
+                && e.power_w().is_finite()
+                && e.power_w() > 0.0
+            {
+                r.1 *= (mean / e.power_w()).powf(energy_weight);
+            }
+        }
+        out
     }
 }
 
@@ -209,6 +268,26 @@ impl Dataset {
             .collect()
     }
 
+    /// The dataset with every record [`MatrixRecord::energy_weighted`].
+    pub fn energy_weighted(&self, energy_weight: f64) -> Dataset {
+        Dataset {
+            matrices: self
+                .matrices
+                .iter()
+                .map(|m| m.energy_weighted(energy_weight))
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// The index of `v` in the variant list, appended when missing.
+    fn index_or_push(&mut self, v: Variant) -> usize {
+        self.variant_index(&v).unwrap_or_else(|| {
+            self.variants.push(v);
+            self.variants.len() - 1
+        })
+    }
+
     /// Merges `other` into this dataset: its records are added, or, for a
     /// matrix and value type present in both, its measurements replace the
     /// same variants'. Both sides are marked first
@@ -220,14 +299,10 @@ impl Dataset {
         for mut rec in other.matrices {
             // Re-map variant indices into this dataset's list.
             for r in rec.results.iter_mut() {
-                let v = other.variants[r.0];
-                r.0 = match self.variant_index(&v) {
-                    Some(i) => i,
-                    None => {
-                        self.variants.push(v);
-                        self.variants.len() - 1
-                    }
-                };
+                r.0 = self.index_or_push(other.variants[r.0]);
+            }
+            for e in rec.energy.iter_mut() {
+                e.variant = self.index_or_push(other.variants[e.variant]);
             }
             match self
                 .matrices
@@ -238,6 +313,10 @@ impl Dataset {
                     for r in rec.results {
                         m.results.retain(|x| x.0 != r.0);
                         m.results.push(r);
+                    }
+                    for e in rec.energy {
+                        m.energy.retain(|x| x.variant != e.variant);
+                        m.energy.push(e);
                     }
                     for s in rec.cannot_run {
                         if !m.cannot_run.contains(&s) {
@@ -275,6 +354,7 @@ mod tests {
             feature_names: vec!["a".into()],
             variants: vec![Variant::of(Strategy::ThreadPerRow), Variant::FALLBACK],
             matrices: vec![MatrixRecord {
+                energy: Vec::new(),
                 name: "m".into(),
                 class: "c".into(),
                 value: ValueType::F32,
@@ -284,6 +364,56 @@ mod tests {
                 provenance: None,
             }],
         }
+    }
+
+    fn energy(variant: usize, watts: f64, seconds: f64) -> EnergyResult {
+        EnergyResult {
+            variant,
+            joules_per_call: watts * seconds,
+            seconds_per_call: seconds,
+            spread: 0.01,
+        }
+    }
+
+    #[test]
+    fn the_energy_weight_moves_measured_variants_by_their_power() {
+        let mut d = ds();
+        d.variants.push(Variant::of(Strategy::Sell));
+        let m = &mut d.matrices[0];
+        // Variant 0: 100 GB/s at 400 W; variant 2: 90 GB/s at 300 W.
+        m.results.push((2, 90.0, 1e-7, true));
+        m.energy = vec![energy(0, 400.0, 1e-3), energy(2, 300.0, 1.1e-3)];
+        let mean = (400.0f64 * 300.0).sqrt();
+        let w0 = d.energy_weighted(0.0);
+        assert_eq!(w0.matrices[0].results, d.matrices[0].results);
+        let w1 = d.energy_weighted(1.0).matrices[0].clone();
+        assert!((w1.gbs_of(0) - 100.0 * mean / 400.0).abs() < 1e-9);
+        assert!((w1.gbs_of(2) - 90.0 * mean / 300.0).abs() < 1e-9);
+        // By energy the slower, cooler variant wins; by time it loses.
+        assert!(w1.gbs_of(2) > w1.gbs_of(0));
+        assert!(d.matrices[0].gbs_of(2) < d.matrices[0].gbs_of(0));
+        // Unmeasured and incorrect results keep their figures.
+        assert_eq!(w1.results[1], d.matrices[0].results[1]);
+        // A record without energy is unchanged at any weight.
+        let plain = ds();
+        assert_eq!(plain.energy_weighted(0.7), plain);
+    }
+
+    #[test]
+    fn a_merge_maps_energy_to_the_merged_variant_list() {
+        let mut a = ds();
+        let mut b = ds();
+        b.variants = vec![
+            Variant::of(Strategy::Sell),
+            Variant::of(Strategy::ThreadPerRow),
+        ];
+        b.matrices[0].results = vec![(0, 300.0, 1e-7, true)];
+        b.matrices[0].energy = vec![energy(0, 350.0, 1e-3)];
+        a.merge(b);
+        let sell = a.variant_index(&Variant::of(Strategy::Sell)).unwrap();
+        assert_eq!(a.matrices[0].energy.len(), 1);
+        assert_eq!(a.matrices[0].energy[0].variant, sell);
+        assert_eq!(a.matrices[0].gbs_of(sell), 300.0);
     }
 
     #[test]

@@ -403,9 +403,31 @@ pub struct PolicyFile {
     /// Layers by name: trunk1, trunk2, strategy, block, lanes, items,
     /// unroll, ldg_x, stream_y, value, cost1, cost2, cost3.
     pub layers: BTreeMap<String, LayerFile>,
+    /// The reward's weights of time and energy (policy files written
+    /// before energy was measured: time only).
+    #[serde(default)]
+    pub reward: RewardWeights,
     /// Training report (free-form, informational).
     #[serde(default)]
     pub report: serde_json::Value,
+}
+
+/// The weights of the training reward's objectives (they sum to 1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RewardWeights {
+    /// Weight of time (GB/s).
+    pub time: f64,
+    /// Weight of energy (bytes per joule, from measured power).
+    pub energy: f64,
+}
+
+impl Default for RewardWeights {
+    fn default() -> Self {
+        RewardWeights {
+            time: 1.0,
+            energy: 0.0,
+        }
+    }
 }
 
 /// Head probabilities for one strategy's conditioned heads.

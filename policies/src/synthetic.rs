@@ -280,6 +280,7 @@ pub fn dataset(seed: u64, per_class: usize) -> Dataset {
                     })
                     .collect();
                 matrices.push(MatrixRecord {
+                    energy: Vec::new(),
                     name: format!("{class}-{i}"),
                     class: class.to_string(),
                     value,

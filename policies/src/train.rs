@@ -68,6 +68,11 @@ pub struct TrainConfig {
     pub dataset_sha256: String,
     /// libtorch intra-op threads (1 keeps runs bit-reproducible).
     pub threads: i32,
+    /// Weight of energy in the reward, 0 to 1 (time gets the rest): each
+    /// energy-measured variant's GB/s is moved by its power
+    /// ([`crate::dataset::MatrixRecord::energy_weighted`]); recorded in the
+    /// policy file.
+    pub energy_weight: f64,
 }
 
 impl Default for TrainConfig {
@@ -87,6 +92,7 @@ impl Default for TrainConfig {
             round: 0,
             dataset_sha256: String::new(),
             threads: 1,
+            energy_weight: 0.0,
         }
     }
 }
@@ -450,6 +456,19 @@ pub fn train(
     cfg: &TrainConfig,
     mut log: impl FnMut(&EpochReport),
 ) -> Result<TrainOutput, TrainError> {
+    if !(0.0..=1.0).contains(&cfg.energy_weight) {
+        return Err(TrainError::Data(format!(
+            "energy weight {} is outside 0 to 1",
+            cfg.energy_weight
+        )));
+    }
+    let weighted;
+    let ds = if cfg.energy_weight > 0.0 {
+        weighted = ds.energy_weighted(cfg.energy_weight);
+        &weighted
+    } else {
+        ds
+    };
     tch::set_num_threads(cfg.threads.max(1));
     tch::manual_seed(cfg.seed as i64);
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
@@ -984,6 +1003,10 @@ pub fn export(
         cost_mean: net.cost_mean,
         cost_std: net.cost_std,
         layers: net.export_layers(),
+        reward: net::RewardWeights {
+            time: 1.0 - cfg.energy_weight,
+            energy: cfg.energy_weight,
+        },
         report: serde_json::Value::Null,
     }
 }

@@ -367,6 +367,7 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<(Row, DatasetMatrix)> {
             .collect(),
         cannot_run: Vec::new(),
         provenance: None,
+        energy: Vec::new(),
     };
     Ok((row, ds))
 }

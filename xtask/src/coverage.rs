@@ -200,6 +200,7 @@ mod tests {
 
     fn rec(name: &str, class: &str, scale: f64) -> MatrixRecord {
         MatrixRecord {
+            energy: Vec::new(),
             name: name.into(),
             class: class.into(),
             value: ValueType::F32,

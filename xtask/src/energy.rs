@@ -10,6 +10,9 @@
 //!   float64 reference first;
 //! - cuSPARSE's best CSR algorithm (by time, each algorithm checked first);
 //!
+//! - the time-trained policy's no-GPU pick (what a build without a GPU
+//!   ships), when the search's finalists do not hold it;
+//!
 //! then the energy objective's pick among the finalists (the lowest energy,
 //! only when it beats the time pick by more than the noise): energy saved
 //! and time lost against the time pick. The counter's update interval and
@@ -164,7 +167,19 @@ fn measure_variant<T: Scalar>(
     bench: &Bench<T>,
     v: &Variant,
 ) -> Result<EnergyMeasurement> {
-    let gpu = ctx.tuner.gpu();
+    variant_energy(ctx.tuner, ctx.meter, &ctx.opts, bench, v)
+}
+
+/// Checks `v` against the float64 reference on `bench`'s matrix, then
+/// measures its energy per call with `meter` (also `collect --energy-top`).
+pub(crate) fn variant_energy<T: Scalar>(
+    tuner: &GpuTuner,
+    meter: &EnergyMeter,
+    opts: &EnergyOptions,
+    bench: &Bench<T>,
+    v: &Variant,
+) -> Result<EnergyMeasurement> {
+    let gpu = tuner.gpu();
     let func = load_variant::<T>(gpu, v).map_err(|e| anyhow!("compile failed: {e}"))?;
     // SAFETY: load_variant compiles codegen::generate(v, T): a kernel of
     // the SpMV ABI for T generated for v.
@@ -178,7 +193,7 @@ fn measure_variant<T: Scalar>(
     unsafe {
         bench.with_launcher(&func, v, |launch| {
             let mut l = || launch().map_err(anyhow::Error::from);
-            ctx.meter.measure::<anyhow::Error>(gpu, &mut l, &ctx.opts)
+            meter.measure::<anyhow::Error>(gpu, &mut l, opts)
         })
     }
 }
@@ -257,6 +272,7 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<Row> {
         }
         row.finalists.push(f);
     }
+    row.zero_shot = zero_shot(ctx, job, &bench, &row.finalists)?;
     match measure_cusparse(ctx, &bench) {
         Ok((alg, e)) => {
             row.cusparse_alg = Some(alg.name().to_string());
@@ -267,6 +283,33 @@ fn run_matrix<T: Scalar>(ctx: &Ctx, job: &Job) -> Result<Row> {
     row.conclude();
     row.seconds = t0.elapsed().as_secs_f64();
     Ok(row)
+}
+
+/// The policy's no-GPU pick for `job`, measured like a finalist (the
+/// finalist's figures reused when the search also found it).
+fn zero_shot<T: Scalar>(
+    ctx: &Ctx,
+    job: &Job,
+    bench: &Bench<T>,
+    finalists: &[Finalist],
+) -> Result<Option<Finalist>> {
+    let Some(p) = default_policy().pick(&Features::compute(job.csr), T::TYPE) else {
+        return Ok(None);
+    };
+    let id = p.variant.id();
+    if let Some(f) = finalists.iter().find(|f| f.variant == id) {
+        return Ok(Some(f.clone()));
+    }
+    let mut f = Finalist {
+        variant: id,
+        ..Finalist::default()
+    };
+    match measure_variant(ctx, bench, &p.variant) {
+        Ok(e) => f.energy = Some(e),
+        Err(e) if is_fatal(&e) => return Err(e),
+        Err(e) => f.error = Some(format!("{e:#}")),
+    }
+    Ok(Some(f))
 }
 
 /// A device fault that leaves the context unusable: stop the run.

@@ -10,6 +10,7 @@ mod bench;
 mod bench_app;
 mod bench_scale;
 mod bench_spmm;
+mod collect_energy;
 mod common;
 mod coverage;
 mod cusparse;

@@ -397,6 +397,10 @@ pub struct CollectArgs {
     /// Existing dataset to merge into.
     #[arg(long)]
     pub append: Option<PathBuf>,
+    /// Also measure the energy per call (NVML) of each record's this many
+    /// fastest correct variants (0: time only).
+    #[arg(long, default_value_t = 0)]
+    pub energy_top: usize,
     /// Which design space to measure (without `--from-policy`): `core` (CSR
     /// strategies), `layout` (strategies that need another layout, measured
     /// only on matrices that have it) or `full` (both).
@@ -916,6 +920,9 @@ pub fn collect(args: CollectArgs) -> Result<()> {
         SpaceArg::Layout => sparserl_rt::layout_space(),
         SpaceArg::Full => full_space(),
     };
+    let meter = (args.energy_top > 0)
+        .then(|| crate::collect_energy::CollectMeter::open(&tuner))
+        .transpose()?;
     let policy = default_policy();
     let mut ds = Dataset {
         gpu: tuner.name(),
@@ -959,7 +966,14 @@ pub fn collect(args: CollectArgs) -> Result<()> {
             };
             let results = measure(&tuner, &mut ds, &csr, value, &variants, args.reps)
                 .with_context(|| e.name.clone())?;
+            let energy = match &meter {
+                Some(m) => m
+                    .fastest(&tuner, &csr, value, &ds.variants, &results, args.energy_top)
+                    .with_context(|| e.name.clone())?,
+                None => Vec::new(),
+            };
             let rec = MatrixRecord {
+                energy,
                 name: e.name.clone(),
                 class: e.class.clone(),
                 value,

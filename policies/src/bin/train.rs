@@ -63,6 +63,10 @@ struct Args {
     /// libtorch threads (1 is bit-reproducible).
     #[arg(long, default_value_t = 1)]
     threads: i32,
+    /// Weight of energy in the reward, 0 to 1 (time gets the rest); only
+    /// records measured with `collect --energy-top` carry energy.
+    #[arg(long, default_value_t = 0.0)]
+    energy_weight: f64,
     /// Also write the per-epoch report as JSON here.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -139,6 +143,7 @@ fn main() -> Result<()> {
         round: args.round,
         dataset_sha256: sha,
         threads: args.threads,
+        energy_weight: args.energy_weight,
         ..TrainConfig::default()
     };
     println!(

@@ -48,6 +48,16 @@ pub struct Row {
     pub cusparse: Option<EnergyMeasurement>,
     /// Why cuSPARSE was not measured.
     pub cusparse_error: Option<String>,
+    /// The time-trained policy's no-GPU pick (what a build without a GPU
+    /// ships), measured like a finalist; its variant is a finalist's when
+    /// the search also found it.
+    #[serde(default)]
+    pub zero_shot: Option<Finalist>,
+    /// The zero-shot pick's joules per call / the lowest of every measured
+    /// kernel of ours (finalists and the pick): 1.0 when it is the energy
+    /// optimum of what was measured.
+    #[serde(default)]
+    pub zero_shot_energy_over_best: Option<f64>,
     /// The time objective's pick (the search's winner).
     pub time_pick: Option<String>,
     /// The energy objective's pick among the measured finalists.
@@ -110,10 +120,25 @@ impl Row {
             self.energy_saved_pct = Some((1.0 - e.joules_per_call / tp.joules_per_call) * 100.0);
             self.time_lost_pct = Some((e.seconds_per_call / tp.seconds_per_call - 1.0) * 100.0);
         }
+        self.conclude_zero_shot();
         if let Some(c) = &self.cusparse {
             self.energy_ratio = Some(c.joules_per_call / tp.joules_per_call);
             self.time_ratio = Some(c.seconds_per_call / tp.seconds_per_call);
         }
+    }
+
+    /// The zero-shot pick's energy against the best of ours measured.
+    fn conclude_zero_shot(&mut self) {
+        let Some(z) = self.zero_shot.as_ref().and_then(|z| z.energy) else {
+            return;
+        };
+        let best = self
+            .finalists
+            .iter()
+            .filter_map(|f| f.energy)
+            .map(|e| e.joules_per_call)
+            .fold(z.joules_per_call, f64::min);
+        self.zero_shot_energy_over_best = Some(z.joules_per_call / best);
     }
 
     /// One line of progress.
@@ -188,6 +213,12 @@ pub struct Summary {
     pub energy_picks_differ: usize,
     /// Largest energy saving of an energy pick, percent.
     pub max_energy_saved_pct: Option<f64>,
+    /// Geomean of the zero-shot pick's energy / the best measured of ours.
+    #[serde(default)]
+    pub geomean_zero_shot_energy_over_best: Option<f64>,
+    /// The worst of those.
+    #[serde(default)]
+    pub max_zero_shot_energy_over_best: Option<f64>,
 }
 
 fn geomean_of<'a>(rows: impl Iterator<Item = &'a Row>, f: fn(&Row) -> Option<f64>) -> Option<f64> {
@@ -224,6 +255,13 @@ pub fn summarize(rows: &[Row]) -> Summary {
             .iter()
             .filter(|r| r.energy_pick_differs)
             .filter_map(|r| r.energy_saved_pct)
+            .max_by(f64::total_cmp),
+        geomean_zero_shot_energy_over_best: geomean_of(rows.iter(), |r| {
+            r.zero_shot_energy_over_best
+        }),
+        max_zero_shot_energy_over_best: rows
+            .iter()
+            .filter_map(|r| r.zero_shot_energy_over_best)
             .max_by(f64::total_cmp),
     }
 }
@@ -333,6 +371,13 @@ pub fn render_summary(r: &Report) -> String {
     );
     let _ = writeln!(
         o,
+        "The time-trained policy's no-GPU pick uses {} the energy of the best kernel of ours \
+         measured (geomean; worst {}).",
+        fmt_opt(s.geomean_zero_shot_energy_over_best, 3),
+        fmt_opt(s.max_zero_shot_energy_over_best, 3)
+    );
+    let _ = writeln!(
+        o,
         "CG and PageRank per-iteration energy: `cargo xtask bench-app --energy` \
          (`summary.cg_energy_ratio` in app-h200.json)."
     );
@@ -356,6 +401,7 @@ pub fn render_markdown(r: &Report) -> String {
     o.push_str(&render_summary(r));
     matrix_table(&mut o, &r.rows);
     pick_table(&mut o, &r.rows);
+    zero_shot_table(&mut o, &r.rows);
     if !r.skipped.is_empty() {
         o.push_str("\n## Skipped\n\n");
         for s in &r.skipped {
@@ -462,6 +508,36 @@ fn pick_table(o: &mut String, rows: &[Row]) {
             fmt_opt(r.energy_saved_pct, 1),
             fmt_opt(r.time_lost_pct, 1),
             fin.join("; ")
+        );
+    }
+}
+
+fn zero_shot_table(o: &mut String, rows: &[Row]) {
+    o.push_str("\n## The time-trained policy's no-GPU pick, by energy\n\n");
+    o.push_str(
+        "What a build without a GPU ships (the policy's risk-adjusted pick), measured like a \
+         finalist: its energy over the lowest of every kernel of ours measured for the matrix.\n\n",
+    );
+    o.push_str(
+        "| matrix | zero-shot pick | mJ per call | us per call | energy / best measured |\n",
+    );
+    o.push_str("|---|---|---|---|---|\n");
+    for r in rows {
+        let Some(z) = &r.zero_shot else { continue };
+        let (mj, us) = z
+            .energy
+            .map_or(("failed".to_string(), "-".to_string()), |e| {
+                (
+                    format!("{:.3}", e.joules_per_call * 1e3),
+                    format!("{:.1}", e.seconds_per_call * 1e6),
+                )
+            });
+        let _ = writeln!(
+            o,
+            "| {} | {} | {mj} | {us} | {} |",
+            r.matrix,
+            z.variant,
+            fmt_opt(r.zero_shot_energy_over_best, 3)
         );
     }
 }

@@ -131,6 +131,33 @@ fn summary_splits_real_and_large() {
 }
 
 #[test]
+fn the_zero_shot_pick_is_scored_against_the_best_measured() {
+    let mut r = row("large", &[(1.0, 10.0, 0.01), (0.8, 10.5, 0.01)], 2.0);
+    r.zero_shot = Some(Finalist {
+        variant: "z".into(),
+        energy: Some(energy(1.2, 11.0, 0.01)),
+        ..Finalist::default()
+    });
+    r.conclude();
+    assert!((r.zero_shot_energy_over_best.unwrap() - 1.5).abs() < 1e-9);
+    // A pick below every finalist is the best measured: 1.0.
+    r.zero_shot.as_mut().unwrap().energy = Some(energy(0.5, 11.0, 0.01));
+    r.conclude();
+    assert!((r.zero_shot_energy_over_best.unwrap() - 1.0).abs() < 1e-9);
+    let s = summarize(std::slice::from_ref(&r));
+    assert_eq!(s.max_zero_shot_energy_over_best, Some(1.0));
+    let md = render_markdown(&Report {
+        rows: vec![r],
+        summary: s,
+        ..Report::default()
+    });
+    assert!(
+        md.contains("| m-large | z | 0.500 | 11.0 | 1.000 |"),
+        "{md}"
+    );
+}
+
+#[test]
 fn without_a_gpu_the_command_says_so() {
     if sparserl_rt::device::driver_present() {
         return; // a GPU machine: the command would measure

@@ -12,6 +12,7 @@ fn v(block: u32) -> Variant {
 
 fn rec(name: &str, class: &str, results: &[(usize, f64)]) -> MatrixRecord {
     MatrixRecord {
+        energy: Vec::new(),
         name: name.into(),
         class: class.into(),
         value: ValueType::F32,
