@@ -93,6 +93,11 @@ pub struct Args {
     /// Keep only matrices whose name or class is in this comma-separated list.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// An earlier report of this command to continue: its rows are kept and
+    /// their matrices not measured again (its skipped ones are tried); the
+    /// commands and commits of both runs are recorded.
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
     /// Output directory.
     #[arg(long, default_value = "target/bench")]
     pub out: PathBuf,
@@ -470,6 +475,33 @@ pub fn run(args: Args) -> Result<()> {
     runner.finish()
 }
 
+/// `fresh` continuing the report at `path`: its rows, both commands and
+/// both commits (when they differ).
+fn resumed(fresh: Report, path: &std::path::Path) -> Result<Report> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the report to resume, {}", path.display()))?;
+    let old: Report = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not an energy report", path.display()))?;
+    anyhow::ensure!(
+        old.gpu == fresh.gpu,
+        "{} was measured on {}, this GPU is {}",
+        path.display(),
+        old.gpu,
+        fresh.gpu
+    );
+    let commit = if old.commit == fresh.commit {
+        fresh.commit.clone()
+    } else {
+        format!("{} + {} (resumed)", old.commit, fresh.commit)
+    };
+    Ok(Report {
+        command: format!("{} ; {}", old.command, fresh.command),
+        commit,
+        rows: old.rows,
+        ..fresh
+    })
+}
+
 /// Keeps the rows, the time guard and the checkpointed report.
 struct Runner {
     report: Report,
@@ -518,6 +550,10 @@ impl Runner {
             partial: true,
             ..Report::default()
         };
+        let report = match &args.resume {
+            Some(p) => resumed(report, p)?,
+            None => report,
+        };
         Ok(Runner {
             report,
             json: out.join(format!("{}.json", args.stem)),
@@ -528,6 +564,14 @@ impl Runner {
     }
 
     fn job(&mut self, ctx: &Ctx, job: &Job, value: ValueType) {
+        if self
+            .report
+            .rows
+            .iter()
+            .any(|r| r.matrix == job.name && r.suite == job.suite)
+        {
+            return; // measured by the run this one resumes
+        }
         let elapsed = self.start.elapsed().as_secs_f64();
         let rows = &self.report.rows;
         let typical = rows.iter().map(|r| r.seconds).sum::<f64>() / rows.len().max(1) as f64;

@@ -167,3 +167,35 @@ fn without_a_gpu_the_command_says_so() {
     };
     assert!(format!("{e:#}").contains("no GPU"), "{e:#}");
 }
+
+#[test]
+fn a_resumed_report_keeps_the_earlier_rows_and_names_both_runs() {
+    let dir = std::env::temp_dir().join(format!("sparserl-energy-resume-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let old = Report {
+        gpu: "G".into(),
+        commit: "aaa".into(),
+        command: "first".into(),
+        rows: vec![row("real", &[(1.0, 10.0, 0.01)], 2.0)],
+        ..Report::default()
+    };
+    let p = dir.join("old.json");
+    std::fs::write(&p, serde_json::to_string(&old).unwrap()).unwrap();
+    let fresh = Report {
+        gpu: "G".into(),
+        commit: "bbb".into(),
+        command: "second".into(),
+        ..Report::default()
+    };
+    let r = super::resumed(fresh.clone(), &p).unwrap();
+    assert_eq!(r.rows, old.rows);
+    assert_eq!(r.command, "first ; second");
+    assert_eq!(r.commit, "aaa + bbb (resumed)");
+    let other_gpu = Report {
+        gpu: "H".into(),
+        ..fresh
+    };
+    let e = super::resumed(other_gpu, &p).unwrap_err().to_string();
+    assert!(e.contains("measured on G"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
