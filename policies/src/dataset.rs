@@ -472,8 +472,8 @@ mod tests {
     #[test]
     fn datasets_without_provenance_still_load_and_new_records_keep_theirs() {
         // The committed datasets before the families corpus predate the
-        // field and load without it; every record the families collection
-        // wrote carries its generator.
+        // field and load without it; every record the later collections
+        // (families, energy) wrote carries its origin.
         let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
         let mut files = 0;
         for e in std::fs::read_dir(&data).unwrap() {
@@ -482,11 +482,11 @@ mod tests {
             if name.ends_with(".json.gz") {
                 let d = Dataset::read(&p).unwrap_or_else(|e| panic!("{e}"));
                 assert!(!d.matrices.is_empty());
-                let families = name.contains("families");
+                let recent = name.contains("families") || name.contains("energy");
                 assert!(
                     d.matrices
                         .iter()
-                        .all(|m| m.provenance.is_some() == families),
+                        .all(|m| m.provenance.is_some() == recent),
                     "{name}"
                 );
                 files += 1;
