@@ -484,9 +484,7 @@ mod tests {
                 assert!(!d.matrices.is_empty());
                 let recent = name.contains("families") || name.contains("energy");
                 assert!(
-                    d.matrices
-                        .iter()
-                        .all(|m| m.provenance.is_some() == recent),
+                    d.matrices.iter().all(|m| m.provenance.is_some() == recent),
                     "{name}"
                 );
                 files += 1;
