@@ -8,10 +8,9 @@
 //! - every finalist of the search (the winner, i.e. the time objective's
 //!   pick, and the next variants by measured GB/s), each checked against the
 //!   float64 reference first;
-//! - cuSPARSE's best CSR algorithm (by time, each algorithm checked first);
-//!
 //! - the time-trained policy's no-GPU pick (what a build without a GPU
 //!   ships), when the search's finalists do not hold it;
+//! - cuSPARSE's best CSR algorithm (by time, each algorithm checked first);
 //!
 //! then the energy objective's pick among the finalists (the lowest energy,
 //! only when it beats the time pick by more than the noise): energy saved
