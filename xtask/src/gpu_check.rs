@@ -34,6 +34,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+mod large;
 mod matrices;
 mod report;
 mod sanitizer;
@@ -97,6 +98,10 @@ pub struct Args {
     /// Skip the SpMM section.
     #[arg(long)]
     no_spmm: bool,
+    /// Only the large path's section (every `LargeVariant`, 32- and 64-bit
+    /// row pointers, f32 / f64, on its edge cases) and its sanitizer runs.
+    #[arg(long, conflicts_with = "spmm_only")]
+    large_only: bool,
     /// Widths N of the SpMM section's built-in part (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = sparserl_rt::spmm::check::CHECK_WIDTHS)]
     spmm_widths: Vec<usize>,
@@ -646,6 +651,50 @@ fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
     Ok(())
 }
 
+/// `gpu-check --large-only`: the large path's section, then the same
+/// checks under every compute-sanitizer tool.
+fn large_only(args: &Args, gpu: &Gpu) -> Result<()> {
+    let s = large::run(gpu, Some(&args.out))?;
+    let mut problems = Vec::new();
+    if args.no_sanitizer {
+        println!("sanitizer: not run (--no-sanitizer)");
+    } else if let Some(san) = find_on_path("compute-sanitizer") {
+        let child_args = vec![
+            "gpu-check".to_string(),
+            "--sanitizer-pass".to_string(),
+            "--large-only".to_string(),
+            "--out".to_string(),
+            args.out.to_string_lossy().into_owned(),
+        ];
+        let timeout = Duration::from_secs(args.sanitizer_timeout.max(1));
+        for tool in SANITIZER_TOOLS {
+            let r = run_sanitizer(&san, tool, &child_args, &args.out, timeout);
+            println!(
+                "  large {tool}: {} (errors {}, {:.0} s)",
+                r.status,
+                r.errors.map_or("-".to_string(), |n| n.to_string()),
+                r.seconds
+            );
+            if r.is_problem() {
+                problems.push(format!("{tool}: {}", r.status));
+            }
+        }
+    } else {
+        println!("sanitizer: not run (compute-sanitizer not found)");
+    }
+    if s.failed > 0 {
+        problems.push(format!(
+            "{} of {} large-path checks failed",
+            s.failed,
+            s.passed + s.failed
+        ));
+    }
+    if !problems.is_empty() {
+        bail!("gpu-check --large-only failed: {}", problems.join("; "));
+    }
+    Ok(())
+}
+
 /// Runs `gpu-check`.
 pub fn run(args: Args) -> Result<()> {
     if args.sanitizer_pass {
@@ -658,6 +707,9 @@ pub fn run(args: Args) -> Result<()> {
     let toolkit = sparserl_rt::nvrtc::locate().map_err(|e| anyhow!("no NVRTC: {e}"))?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
+    if args.large_only {
+        return large_only(&args, &gpu);
+    }
 
     let matrix_dir = match &args.matrices {
         Some(d) if !d.is_dir() => bail!("--matrices {}: not a directory", d.display()),

@@ -106,7 +106,21 @@ impl<T: Scalar> DeviceLargeCsr<T> {
     /// of at most 2^24 entries (the indices and values are copied as they
     /// are: no host copy of them).
     pub fn upload<O: Offset>(gpu: &Gpu, a: &LargeCsr<'_, O, T>) -> Result<Self, LargeError> {
-        let width = OffsetWidth::for_nnz(a.nnz() as u64);
+        Self::upload_with(gpu, a, OffsetWidth::for_nnz(a.nnz() as u64))
+    }
+
+    /// [`Self::upload`] with row pointers of `width` whatever the size (64
+    /// bits for a small matrix runs the 64-bit kernels on it, as checks
+    /// do); 32 bits for 2^31 nonzeros or more is
+    /// [`LargeCsrError::OffsetsTooNarrow`](super::LargeCsrError::OffsetsTooNarrow).
+    pub fn upload_with<O: Offset>(
+        gpu: &Gpu,
+        a: &LargeCsr<'_, O, T>,
+        width: OffsetWidth,
+    ) -> Result<Self, LargeError> {
+        if width == OffsetWidth::U32 && a.nnz() as u64 >= super::U32_OFFSET_LIMIT {
+            return Err(super::LargeCsrError::OffsetsTooNarrow { nnz: a.nnz() }.into());
+        }
         MemoryNeed::check(gpu, "the matrix", a.csr_bytes(width))?;
         let stats = RowStats::of(a);
         let s = gpu.outside_capture("DeviceLargeCsr::upload")?;

@@ -43,11 +43,21 @@ pub enum LargeVariant {
         /// Nonzeros per lane: 8.
         items: u32,
     },
+    /// Nonzero tiles: one block per `tile` consecutive nonzeros (1024 or
+    /// 2048), loaded coalesced with all their gathers in flight, the
+    /// products summed per row from shared memory (lanes per row fitted to
+    /// the tile's rows); rows cut at a tile edge added atomically (`y`
+    /// cleared first, in the same launch call). Balanced whatever the row
+    /// lengths, and the matrix arrays are read as whole lines.
+    Stream {
+        /// Nonzeros per block: 1024 or 2048.
+        tile: u32,
+    },
 }
 
 impl LargeVariant {
     /// The compiled space, in a fixed order.
-    pub const SPACE: [LargeVariant; 7] = [
+    pub const SPACE: [LargeVariant; 9] = [
         LargeVariant::Group { lanes: 1 },
         LargeVariant::Group { lanes: 4 },
         LargeVariant::Group { lanes: 8 },
@@ -55,6 +65,8 @@ impl LargeVariant {
         LargeVariant::Merge { items: 8 },
         LargeVariant::Merge { items: 16 },
         LargeVariant::NnzSplit { items: 8 },
+        LargeVariant::Stream { tile: 1024 },
+        LargeVariant::Stream { tile: 2048 },
     ];
 
     /// Short id in reports (`group1`, `group32`, `merge8`, ...).
@@ -63,6 +75,7 @@ impl LargeVariant {
             LargeVariant::Group { lanes } => format!("group{lanes}"),
             LargeVariant::Merge { items } => format!("merge{items}"),
             LargeVariant::NnzSplit { items } => format!("nnz{items}"),
+            LargeVariant::Stream { tile } => format!("stream{tile}"),
         }
     }
 
@@ -80,7 +93,9 @@ impl LargeVariant {
     pub fn clears_y(self) -> bool {
         matches!(
             self,
-            LargeVariant::Merge { .. } | LargeVariant::NnzSplit { .. }
+            LargeVariant::Merge { .. }
+                | LargeVariant::NnzSplit { .. }
+                | LargeVariant::Stream { .. }
         )
     }
 
@@ -98,7 +113,8 @@ impl LargeVariant {
     /// Launch geometry for a matrix of `rows` rows and `nnz` nonzeros on a
     /// GPU of `sms` multiprocessors: grid-stride groups fill the device
     /// (at most 32 blocks per multiprocessor), merge path one thread per
-    /// `items` items, nonzero split one lane per `items` nonzeros. [`LargeError::InvalidVariant`] outside the space; a
+    /// `items` items, nonzero split one lane per `items` nonzeros, stream one
+    /// block per `tile` nonzeros. [`LargeError::InvalidVariant`] outside the space; a
     /// grid past 2^31 - 1 blocks is refused the same way (not reachable for
     /// matrices that fit an H200).
     pub fn grid(self, rows: u64, nnz: u64, sms: usize) -> Result<LaunchConfig, LargeError> {
@@ -112,6 +128,7 @@ impl LargeVariant {
                 (rows + nnz).div_ceil(items as u64).div_ceil(BLOCK as u64)
             }
             LargeVariant::NnzSplit { items } => nnz.div_ceil(items as u64).div_ceil(BLOCK as u64),
+            LargeVariant::Stream { tile } => nnz.div_ceil(tile as u64),
         };
         if blocks > i32::MAX as u64 {
             return Err(LargeError::InvalidVariant(self));
@@ -134,12 +151,14 @@ macro_rules! entries {
             concat!("sparserl_large_merge8_", $o, "_", $t),
             concat!("sparserl_large_merge16_", $o, "_", $t),
             concat!("sparserl_large_nnz8_", $o, "_", $t),
+            concat!("sparserl_large_stream1024_", $o, "_", $t),
+            concat!("sparserl_large_stream2048_", $o, "_", $t),
         ]
     };
 }
 
 /// `ENTRIES[value f64?][offsets u64?][index in SPACE]`.
-const ENTRIES: [[[&str; 7]; 2]; 2] = [
+const ENTRIES: [[[&str; 9]; 2]; 2] = [
     [entries!("u32", "f32"), entries!("u64", "f32")],
     [entries!("u32", "f64"), entries!("u64", "f64")],
 ];
@@ -196,7 +215,7 @@ pub(crate) fn function(gpu: &Gpu, entry: &'static str) -> Result<CudaFunction, R
 
 impl<T: Scalar> DeviceLargeCsr<T> {
     /// Enqueues `y = A x` with `variant` on `gpu`'s stream (a merge-path
-    /// or nonzero-split variant clears `y` first, in the same stream). Checks the variant,
+    /// nonzero-split or stream variant clears `y` first, in the same stream). Checks the variant,
     /// the owner of every operand and the lengths first; compiles
     /// `spmv64.cu` with NVRTC at first use on this device.
     pub fn spmv(

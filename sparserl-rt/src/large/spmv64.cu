@@ -23,6 +23,12 @@
 //       nnz-split: ITEMS consecutive nonzeros per lane, products loaded
 //       first, a 32-way warp search of the warp's rows, a segmented shuffle
 //       reduction and one atomicAdd per row and warp (y cleared first).
+//   sparserl_large_stream<TILE>_<o>_<t>(rows, nnz, indptr, indices, values, x, y)
+//       nonzero tiles (CSR-stream after sparserl-build/kernels/tiled.cu, the
+//       tiles found on the fly): one block per TILE consecutive nonzeros,
+//       loaded coalesced with every gather in flight, the products summed
+//       per row from shared memory; rows cut at a tile edge added
+//       atomically (y cleared first).
 //   sparserl_large_widen_<o>(n, src, dst): dst[i] = (long long)src[i], for
 //       a vendor library's 64-bit index arrays.
 //   sparserl_large_scale_<t>(n, x, w, out): out[i] = x[i] * w[i].
@@ -296,6 +302,162 @@ __device__ __forceinline__ void large_nnz(u64 rows, u64 nnz, const O* __restrict
     }
 }
 
+// ---- stream: one block per tile of TILE consecutive nonzeros ----
+
+// The largest power of two <= LARGE_BLOCK / rows, clamped to 1..=32: the
+// lanes per row of a tile with `rows` rows (uniform across the block).
+__device__ __forceinline__ u32 large_stream_lanes(u64 rows) {
+    const u64 q = LARGE_BLOCK / rows;
+    if (q >= 32) {
+        return 32;
+    }
+    u32 g = 1;
+    while ((u64)g * 2 <= q) {
+        g *= 2;
+    }
+    return g;
+}
+
+// Stores (row wholly inside the tile) or atomically adds (row cut at a tile
+// edge) a row's sum; y is cleared before the launch.
+template <typename T>
+__device__ __forceinline__ void large_stream_out(T* __restrict__ y, u64 r, bool whole, double acc) {
+    if (whole) {
+        y[r] = (T)acc;
+    } else {
+        atomicAdd(y + r, (T)acc);
+    }
+}
+
+// Phase 2 with G lanes per row: each group sums the tile part [a, b) of
+// its rows from the products in shared memory; a part longer than 8 G is
+// listed in `longs` for whole warps (G < 32), so one long row does not
+// hold the block. Rows with no nonzero in the tile are skipped (y is 0).
+template <typename O, typename T, int G>
+__device__ __forceinline__ void large_stream_rows(u64 r0, u64 r1, u64 kb, u64 ke,
+                                                  const O* __restrict__ indptr, const T* prod,
+                                                  u32* longs, u32* n_long, T* __restrict__ y) {
+    const u32 gl = threadIdx.x % G;
+    const unsigned mask = large_group_mask<G>();
+    for (u64 r = r0 + threadIdx.x / G; r <= r1; r += LARGE_BLOCK / G) {
+        const u64 s = (u64)indptr[r];
+        const u64 e = (u64)indptr[r + 1];
+        const u64 a = max(s, kb);
+        const u64 b = min(e, ke);
+        if (b <= a) {
+            continue;
+        }
+        if (G < 32 && b - a > 8 * G) {
+            if (gl == 0) {
+                longs[atomicAdd(n_long, 1u)] = (u32)(r - r0);
+            }
+            continue;
+        }
+        double acc = 0.0;
+        for (u64 k = a + gl; k < b; k += G) {
+            acc += (double)prod[k - kb];
+        }
+#pragma unroll
+        for (int off = G / 2; off > 0; off >>= 1) {
+            acc += __shfl_down_sync(mask, acc, off, G);
+        }
+        if (gl == 0) {
+            large_stream_out(y, r, s >= kb && e <= ke, acc);
+        }
+    }
+}
+
+// Phase 1: the tile's PER = TILE / LARGE_BLOCK nonzeros per thread, loaded
+// coalesced, every gather of x issued before any
+// product is stored (in T, rounded once) to shared memory; warps 0 and 1
+// first find the rows of the tile's first and last nonzero. Phase 2:
+// the rows of [r0, r1], G = large_stream_lanes(rows) lanes per row, then
+// the listed long rows a warp each. A tile never holds more than TILE rows
+// with nonzeros in it, and at most TILE / 9 long ones.
+template <typename O, typename T, int TILE>
+__device__ __forceinline__ void large_stream(u64 rows, u64 nnz, const O* __restrict__ indptr,
+                                             const u32* __restrict__ indices,
+                                             const T* __restrict__ values,
+                                             const T* __restrict__ x, T* __restrict__ y) {
+    constexpr int PER = TILE / LARGE_BLOCK;
+    __shared__ T prod[TILE];
+    __shared__ u32 longs[TILE / 8];
+    __shared__ u64 ends[2];
+    __shared__ u32 n_long;
+    const u64 kb = (u64)blockIdx.x * TILE;
+    if (kb >= nnz) {
+        return;  // whole block
+    }
+    const u64 ke = min(kb + (u64)TILE, nnz);
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warp = threadIdx.x >> 5;
+    // Warps 0 and 1 search first (dependent loads), while the others start
+    // their gathers.
+    if (warp < 2) {
+        const u64 r = large_warp_row_in(indptr, 0, rows - 1, warp == 0 ? kb : ke - 1, lane);
+        if (lane == 0) {
+            ends[warp] = r;
+        }
+    }
+    if (threadIdx.x == 0) {
+        n_long = 0;
+    }
+    // Columns, then their gathers, then the values (issued behind the
+    // gathers, still all in flight together: fewer registers live); doubles
+    // in passes of at most 4 per thread, which keeps them in registers.
+    constexpr int PASS = sizeof(T) == 8 && PER > 4 ? 4 : PER;
+#pragma unroll
+    for (int p0 = 0; p0 < PER; p0 += PASS) {
+        u32 c[PASS];
+#pragma unroll
+        for (int i = 0; i < PASS; ++i) {
+            const u64 k = kb + (u64)((p0 + i) * LARGE_BLOCK) + threadIdx.x;
+            c[i] = k < ke ? indices[k] : 0u;
+        }
+        T xv[PASS];
+#pragma unroll
+        for (int i = 0; i < PASS; ++i) {
+            xv[i] = __ldg(x + c[i]);  // column 0 past the tile: read, never summed
+        }
+#pragma unroll
+        for (int i = 0; i < PASS; ++i) {
+            const u64 k = kb + (u64)((p0 + i) * LARGE_BLOCK) + threadIdx.x;
+            const T v = k < ke ? values[k] : (T)0;
+            prod[(p0 + i) * LARGE_BLOCK + threadIdx.x] = v * xv[i];
+        }
+    }
+    __syncthreads();
+    const u64 r0 = ends[0];
+    const u64 r1 = ends[1];
+    switch (large_stream_lanes(r1 - r0 + 1)) {
+        case 1: large_stream_rows<O, T, 1>(r0, r1, kb, ke, indptr, prod, longs, &n_long, y); break;
+        case 2: large_stream_rows<O, T, 2>(r0, r1, kb, ke, indptr, prod, longs, &n_long, y); break;
+        case 4: large_stream_rows<O, T, 4>(r0, r1, kb, ke, indptr, prod, longs, &n_long, y); break;
+        case 8: large_stream_rows<O, T, 8>(r0, r1, kb, ke, indptr, prod, longs, &n_long, y); break;
+        case 16: large_stream_rows<O, T, 16>(r0, r1, kb, ke, indptr, prod, longs, &n_long, y); break;
+        default: large_stream_rows<O, T, 32>(r0, r1, kb, ke, indptr, prod, longs, &n_long, y); break;
+    }
+    __syncthreads();
+    for (u32 i = warp; i < n_long; i += LARGE_BLOCK / 32) {
+        const u64 r = r0 + longs[i];
+        const u64 s = (u64)indptr[r];
+        const u64 e = (u64)indptr[r + 1];
+        const u64 a = max(s, kb);
+        const u64 b = min(e, ke);
+        double acc = 0.0;
+        for (u64 k = a + lane; k < b; k += 32) {
+            acc += (double)prod[k - kb];
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            acc += __shfl_down_sync(0xffffffffu, acc, off);
+        }
+        if (lane == 0) {
+            large_stream_out(y, r, s >= kb && e <= ke, acc);
+        }
+    }
+}
+
 #define LARGE_GROUP_ENTRY(G, O, ON, T, TN)                                                 \
     extern "C" __global__ void __launch_bounds__(LARGE_BLOCK)                              \
         sparserl_large_group##G##_##ON##_##TN(u64 rows, u64 nnz, const O* indptr,          \
@@ -321,6 +483,14 @@ __device__ __forceinline__ void large_nnz(u64 rows, u64 nnz, const O* __restrict
         large_nnz<O, T, ITEMS>(rows, nnz, indptr, indices, values, x, y);                  \
     }
 
+#define LARGE_STREAM_ENTRY(TILE, O, ON, T, TN)                                             \
+    extern "C" __global__ void __launch_bounds__(LARGE_BLOCK)                              \
+        sparserl_large_stream##TILE##_##ON##_##TN(u64 rows, u64 nnz, const O* indptr,      \
+                                                  const u32* indices, const T* values,     \
+                                                  const T* x, T* y) {                      \
+        large_stream<O, T, TILE>(rows, nnz, indptr, indices, values, x, y);                \
+    }
+
 #define LARGE_ENTRIES(O, ON, T, TN)        \
     LARGE_GROUP_ENTRY(1, O, ON, T, TN)     \
     LARGE_GROUP_ENTRY(4, O, ON, T, TN)     \
@@ -328,7 +498,9 @@ __device__ __forceinline__ void large_nnz(u64 rows, u64 nnz, const O* __restrict
     LARGE_GROUP_ENTRY(32, O, ON, T, TN)    \
     LARGE_MERGE_ENTRY(8, O, ON, T, TN)     \
     LARGE_MERGE_ENTRY(16, O, ON, T, TN)    \
-    LARGE_NNZ_ENTRY(8, O, ON, T, TN)
+    LARGE_NNZ_ENTRY(8, O, ON, T, TN)       \
+    LARGE_STREAM_ENTRY(1024, O, ON, T, TN) \
+    LARGE_STREAM_ENTRY(2048, O, ON, T, TN)
 
 LARGE_ENTRIES(u32, u32, float, f32)
 LARGE_ENTRIES(u64, u64, float, f32)

@@ -195,6 +195,10 @@ fn launch_geometry_covers_scale_28() {
         .grid(rows, nnz, 132)
         .unwrap();
     assert!(nnz8.grid_dim.0 as u64 * kernels::BLOCK as u64 * 8 >= nnz);
+    let stream = LargeVariant::Stream { tile: 1024 }
+        .grid(rows, nnz, 132)
+        .unwrap();
+    assert_eq!(stream.grid_dim.0 as u64, nnz / 1024, "one block per tile");
     let tiny = LargeVariant::Group { lanes: 1 }.grid(1, 0, 132).unwrap();
     assert_eq!(tiny.grid_dim.0, 1);
 }
@@ -327,6 +331,36 @@ fn nnz_model(ip: &[u64], items: u64) -> Replay {
     (stored, added, y)
 }
 
+/// The stream kernel replayed on the host: tiles of `tile` nonzeros, the
+/// rows of each tile's first to last nonzero, a row stored when the tile
+/// holds it whole, else added (short and listed long rows alike):
+/// `(stored, added, y)` as [`merge_model`].
+fn stream_model(ip: &[u64], tile: u64) -> Replay {
+    let n = ip.len() - 1;
+    let nnz = ip[n];
+    let row_of = |k: u64| ip.partition_point(|&p| p <= k) - 1;
+    let (mut stored, mut added, mut y) = (vec![0u32; n], vec![0u32; n], vec![0u64; n]);
+    for kb in (0..nnz).step_by(tile as usize) {
+        let ke = (kb + tile).min(nnz);
+        let (r0, r1) = (row_of(kb), row_of(ke - 1));
+        assert!(r1 - r0 < tile as usize, "at most tile rows with nonzeros");
+        for r in r0..=r1 {
+            let (a, b) = (ip[r].max(kb), ip[r + 1].min(ke));
+            if b <= a {
+                continue;
+            }
+            if ip[r] >= kb && ip[r + 1] <= ke {
+                stored[r] += 1;
+                y[r] = b - a;
+            } else {
+                added[r] += 1;
+                y[r] += b - a;
+            }
+        }
+    }
+    (stored, added, y)
+}
+
 #[test]
 fn merge_and_nnz_split_store_each_row_once_or_only_add_to_it() {
     // Empty rows (leading, inner, trailing), a long row spanning many
@@ -340,6 +374,8 @@ fn merge_and_nnz_split_store_each_row_once_or_only_add_to_it() {
         ("merge8", merge_model(&ip, 8)),
         ("merge16", merge_model(&ip, 16)),
         ("nnz8", nnz_model(&ip, 8)),
+        ("stream1024", stream_model(&ip, 1024)),
+        ("stream16", stream_model(&ip, 16)),
     ];
     for (name, (stored, added, y)) in models {
         for r in 0..stored.len() {

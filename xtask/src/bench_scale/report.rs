@@ -7,11 +7,19 @@ use sparserl_rt::large::RowStats;
 use sparserl_rt::large::select::Candidate;
 use std::fmt::Write as _;
 
+fn one_block() -> usize {
+    1
+}
+
 /// One cuSPARSE configuration on one matrix.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VendorRun {
     /// `"32"` or `"64"` (index type bits of offsets and columns).
     pub index_bits: u32,
+    /// Row blocks one call runs, one `cusparseSpMV` each (1: the whole
+    /// matrix; more: 32-bit blocks of a matrix past 2^31 nonzeros).
+    #[serde(default = "one_block")]
+    pub row_blocks: usize,
     /// Algorithm enumerator.
     pub alg: String,
     /// Whether `cusparseSpMV_preprocess` ran (`None`: not tried).
@@ -76,7 +84,8 @@ pub struct OrderRun {
     pub cusparse: Vec<VendorRun>,
     /// cuSPARSE's fastest checked 64-bit run, microseconds.
     pub cusparse64_us: Option<f64>,
-    /// cuSPARSE's fastest checked 32-bit run (where the matrix fits), microseconds.
+    /// cuSPARSE's fastest checked 32-bit run, microseconds: the whole matrix
+    /// where it fits, else its row blocks of under 2^31 nonzeros.
     pub cusparse32_us: Option<f64>,
     /// `min(cusparse64, cusparse32) / selected` on this numbering: the
     /// kernel alone.
@@ -284,7 +293,9 @@ pub fn render_markdown(r: &Report) -> String {
          **Speedup** is what a user of the product gets: cuSPARSE's best (32/64-bit) on the \
          matrix as given over ours on the matrix the product renumbers (host renumbering time \
          reported apart, not inside the kernel time); the kernel-alone ratios compare both on \
-         the same numbering.\n\n\
+         the same numbering. Past 2^31 nonzeros cuSPARSE's 32-bit run is the rows cut \
+         into blocks of fewer than 2^31 - 2^24 nonzeros, one 32-bit `cusparseSpMV` each, \
+         timed together.\n\n\
          Copy bandwidth {:.0} GB/s. Peak host memory {:.1} GiB, peak device memory {:.1} GiB.\n",
         r.commit,
         r.date,

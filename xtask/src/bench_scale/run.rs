@@ -4,7 +4,7 @@
 
 use super::generate::{Generated, hashed_values};
 use super::report::{Case, Iteration, OrderRun, Renumbering, Report, VendorRun};
-use super::vendor::{IndexBits, LargeCusparse};
+use super::vendor::{IndexBits, LargeCusparse, SPLIT_NNZ};
 use super::{Args, SELECTION_TOP, Spec};
 use crate::cusparse::{ALGS, Alg};
 use anyhow::{Context, Result};
@@ -343,6 +343,9 @@ impl<'a> Runner<'a> {
         if let Some(i) = index.as_ref() {
             runs.push((IndexBits::I64, Some(i)));
         }
+        if a.nnz() as u64 > SPLIT_NNZ && (a.cols() as u64) < (1 << 31) {
+            runs.push((IndexBits::Split32, None));
+        }
         let reps = self.args.reps;
         for (bits, idx) in runs {
             let with_iter = it.is_some();
@@ -352,7 +355,9 @@ impl<'a> Runner<'a> {
                 Ok((vr, iter_us)) => {
                     let best = best_of(&vr);
                     match bits {
-                        IndexBits::I32 => run.cusparse32_us = best.map(|b| b.1),
+                        IndexBits::I32 | IndexBits::Split32 => {
+                            run.cusparse32_us = best.map(|b| b.1)
+                        }
                         IndexBits::I64 => run.cusparse64_us = best.map(|b| b.1),
                     }
                     if let (Some((alg, us)), Some(it)) = (iter_us, it.as_deref_mut())
@@ -477,7 +482,7 @@ fn warm_up(gpu: &Gpu) -> Result<()> {
 
 fn bits_num(b: IndexBits) -> u32 {
     match b {
-        IndexBits::I32 => 32,
+        IndexBits::I32 | IndexBits::Split32 => 32,
         IndexBits::I64 => 64,
     }
 }
@@ -509,13 +514,18 @@ fn vendor_runs(
 ) -> Result<VendorOutcome> {
     let x = DeviceVec::from_host(gpu, x_host)?;
     let y = DeviceVec::<f32>::zeros(gpu, a.rows())?;
-    let mut cs = LargeCusparse::new(gpu, a, bits, index, x, y)?;
+    let split = (bits == IndexBits::Split32).then(|| csr.indptr());
+    let mut cs = LargeCusparse::new(gpu, a, bits, index, split, x, y)?;
     let mut runs = Vec::new();
     for alg in ALGS {
         let run = vendor_alg(gpu, &mut cs, bits, alg, reference, reps);
         eprintln!(
-            "bench-scale: cuSPARSE {}-bit {}: {}",
+            "bench-scale: cuSPARSE {}-bit{} {}: {}",
             bits_num(bits),
+            match cs.row_blocks() {
+                1 => String::new(),
+                k => format!(" ({k} row blocks)"),
+            },
             alg.name(),
             match (&run.error, run.median_us) {
                 (Some(e), _) => format!("error {e}"),
@@ -557,6 +567,7 @@ fn vendor_alg(
 ) -> VendorRun {
     let mut run = VendorRun {
         index_bits: bits_num(bits),
+        row_blocks: cs.row_blocks(),
         alg: alg.name().into(),
         preprocessed: None,
         preprocess_error: None,

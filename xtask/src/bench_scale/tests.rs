@@ -224,3 +224,20 @@ fn small_run_without_a_gpu_writes_its_report() {
     }
     assert!(dir.path().join("s.md").exists());
 }
+
+#[test]
+fn row_blocks_cut_past_the_limit_and_refuse_a_longer_row() {
+    use super::vendor::row_blocks;
+    // Rows of 3, 0, 4, 2, 5 nonzeros.
+    let ip = [0u64, 3, 3, 7, 9, 14];
+    assert_eq!(row_blocks(&ip, 100).unwrap(), vec![(0, 5)]);
+    let blocks = row_blocks(&ip, 7).unwrap();
+    assert_eq!(blocks, vec![(0, 3), (3, 5)]);
+    for &(r0, r1) in &blocks {
+        assert!(ip[r1] - ip[r0] <= 7);
+    }
+    // Blocks cover every row once, in order.
+    assert!(blocks.windows(2).all(|w| w[0].1 == w[1].0));
+    let err = row_blocks(&ip, 4).unwrap_err().to_string();
+    assert!(err.contains("row 4 has 5 nonzeros"), "{err}");
+}

@@ -237,6 +237,15 @@ pub(super) fn sanitize_value<T: Scalar>(
 pub(super) fn sanitizer_pass(args: &Args) -> Result<()> {
     let gpu = Gpu::new(0).map_err(|e| anyhow!("no GPU: {e}"))?;
     sparserl_rt::nvrtc::locate().map_err(|e| anyhow!("no NVRTC: {e}"))?;
+    if args.large_only {
+        let s = super::large::run(&gpu, None)?;
+        println!(
+            "{PASS_DONE}: {} launches, {} wrong results, 0 launch errors, 0 kernels not compiled",
+            s.passed + s.failed,
+            s.failed
+        );
+        return Ok(());
+    }
     if args.spmm_only {
         let (passed, failed) = super::spmm::sanitizer_subset(&gpu)?;
         println!("sanitizer pass: spmm {passed} checks passed, {failed} failed");
