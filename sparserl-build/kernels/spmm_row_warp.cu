@@ -8,42 +8,133 @@
 // and every lane multiplies each into the V x COARSEN columns it owns:
 // COARSEN slices of V consecutive columns, slice q at q * GROUP * V + lane * V
 // ("coarse-grained warp merging"; V-wide vector loads of X rows when X and Y
-// allow them, else the same code with V = 1). Columns past n are guarded
-// (N not a multiple of the vector width, or of the chunk). Rows of a group
-// share its trip counts, so shuffles never leave a partner behind.
+// allow them, else the same code with V = 1). The broadcast nonzeros are
+// taken min(UNROLL, GROUP) at a time, their X rows all loaded before any is
+// used (gathers in flight per lane). Columns past n are guarded only in a
+// chunk that reaches past n (N not a multiple of the vector width, or of
+// the chunk); whole chunks run without guards. Rows of a group share its
+// trip counts, so shuffles never leave a partner behind.
 
 #include "spmm_common.cuh"
 
 #ifndef SPARSERL_SPMM_ROW_WARP_BODY
 #define SPARSERL_SPMM_ROW_WARP_BODY
 
-// The products of one broadcast nonzero (column cc, value vv) into the
-// block sums blk (in T; added into the double accumulators once per step).
-template <int V>
-__device__ __forceinline__ void spmm_rw_fma(T (*blk)[V], const T* __restrict__ x, int ldx,
-                                            int cc, T vv, int col0, int n) {
+// Nonzeros whose X rows a lane loads before using any: UNROLL, at most GROUP
+// (both powers of two, so it divides GROUP).
+#define SPMM_RW_PF (UNROLL < GROUP ? UNROLL : GROUP)
+
+// The lane's columns of X row cc into xv. FULL: every column of the chunk
+// is below n (no guards: one branch-free batch of loads); else columns
+// past n load 0 and are never used.
+template <int V, bool FULL>
+__device__ __forceinline__ void spmm_rw_load(T (*xv)[V], const T* __restrict__ x, int ldx, int cc,
+                                             int col0, int n) {
 #pragma unroll
     for (int q = 0; q < COARSEN; ++q) {
         const int col = col0 + q * GROUP * V;
-        if (col + V <= n) {
-            T xv[V];
+        if (FULL || col + V <= n) {
 #if SPMM_LAYOUT == 0
-            spmm_load_vec<V>(x + spmm_at(cc, col, ldx), xv);
+            spmm_load_vec<V>(x + spmm_at(cc, col, ldx), xv[q]);
 #else
 #pragma unroll
             for (int e = 0; e < V; ++e) {
-                xv[e] = spmm_load_x(x + spmm_at(cc, col + e, ldx));
+                xv[q][e] = spmm_load_x(x + spmm_at(cc, col + e, ldx));
             }
 #endif
-#pragma unroll
-            for (int e = 0; e < V; ++e) {
-                blk[q][e] += vv * xv[e];
-            }
         } else {
 #pragma unroll
             for (int e = 0; e < V; ++e) {
-                if (col + e < n) {
-                    blk[q][e] += vv * spmm_load_x(x + spmm_at(cc, col + e, ldx));
+                xv[q][e] = col + e < n ? spmm_load_x(x + spmm_at(cc, col + e, ldx)) : (T)0;
+            }
+        }
+    }
+}
+
+// The products of one broadcast nonzero (value vv, its X row in xv) into
+// the block sums blk (in T); columns past n skipped unless FULL.
+template <int V, bool FULL>
+__device__ __forceinline__ void spmm_rw_acc(T (*blk)[V], const T (*xv)[V], T vv, int col0, int n) {
+#pragma unroll
+    for (int q = 0; q < COARSEN; ++q) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+            if (FULL || col0 + q * GROUP * V + e < n) {
+                blk[q][e] += vv * xv[q][e];
+            }
+        }
+    }
+}
+
+// One work item: the row's nonzeros GROUP at a time (one coalesced
+// (column, value) load per lane, then broadcasts), each step's nonzeros in
+// batches of SPMM_RW_PF whose X rows are all loaded before any is used
+// (that many gathers in flight per lane: the loads of a batch are not
+// held behind the previous product). A block is SPMM_BLOCK_TERMS / GROUP
+// steps (at most GROUP products per column and step). Then the row's
+// stores. FULL is uniform across the group (a property of the chunk).
+template <int EPI, int V, bool FULL>
+__device__ __forceinline__ void spmm_rw_item(const int row, const int col0, const int n,
+                                             const int* __restrict__ indptr,
+                                             const int* __restrict__ indices,
+                                             const T* __restrict__ values, const T* __restrict__ x,
+                                             const int ldx, T* __restrict__ y, const int ldy,
+                                             const T alpha, const T beta,
+                                             const T* __restrict__ bias, const int lane,
+                                             const unsigned mask) {
+    const int start = indptr[row];
+    const int end = indptr[row + 1];
+    SPMM_ACC acc[COARSEN][V];
+    T blk[COARSEN][V];
+#pragma unroll
+    for (int q = 0; q < COARSEN; ++q) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+            acc[q][e] = (SPMM_ACC)0;
+            blk[q][e] = (T)0;
+        }
+    }
+    int steps = 0;
+    for (int base = start; base < end; base += GROUP) {
+        const int k = base + lane;
+        // Past the row: column 0 (a row of X that exists), never used.
+        const int mc = k < end ? indices[k] : 0;
+        const T mv = k < end ? values[k] : (T)0;
+        const int cnt = end - base < GROUP ? end - base : GROUP;
+        for (int t0 = 0; t0 < cnt; t0 += SPMM_RW_PF) {
+            T xv[SPMM_RW_PF][COARSEN][V];
+            T vv[SPMM_RW_PF];
+#pragma unroll
+            for (int u = 0; u < SPMM_RW_PF; ++u) {
+                // t0 + u < GROUP: SPMM_RW_PF divides GROUP and t0 < cnt <= GROUP.
+                vv[u] = spmm_bcast<GROUP>(mv, t0 + u, mask);
+                spmm_rw_load<V, FULL>(xv[u], x, ldx, spmm_bcast<GROUP>(mc, t0 + u, mask), col0,
+                                      n);
+            }
+#pragma unroll
+            for (int u = 0; u < SPMM_RW_PF; ++u) {
+                if (t0 + u < cnt) {
+                    spmm_rw_acc<V, FULL>(blk, xv[u], vv[u], col0, n);
+                }
+            }
+        }
+        if (++steps == SPMM_BLOCK_TERMS / GROUP) {
+            spmm_blk_add<COARSEN, V>(acc, blk);
+            steps = 0;
+        }
+    }
+    spmm_blk_add<COARSEN, V>(acc, blk);
+#pragma unroll
+    for (int q = 0; q < COARSEN; ++q) {
+        const int col = col0 + q * GROUP * V;
+        if ((FULL || col + V <= n) && SPMM_LAYOUT == 0) {
+            spmm_store_vec<EPI, V>(y, spmm_at(row, col, ldy), acc[q], alpha, beta, bias, col);
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; ++e) {
+                if (FULL || col + e < n) {
+                    const long long at = spmm_at(row, col + e, ldy);
+                    y[at] = spmm_final<EPI>(acc[q][e], y, at, alpha, beta, bias, col + e);
                 }
             }
         }
@@ -69,64 +160,14 @@ __device__ __forceinline__ void spmm_row_warp(const int rows, const int n_rt,
     // The loop condition is uniform across a group (same w).
     for (long long w = tid / GROUP; w < work; w += stride) {
         const int row = (int)(w / chunks);
-        const int col0 = (int)(w % chunks) * CHUNK + lane * V;
-        const int start = indptr[row];
-        const int end = indptr[row + 1];
-        SPMM_ACC acc[COARSEN][V];
-        T blk[COARSEN][V];
-#pragma unroll
-        for (int q = 0; q < COARSEN; ++q) {
-#pragma unroll
-            for (int e = 0; e < V; ++e) {
-                acc[q][e] = (SPMM_ACC)0;
-                blk[q][e] = (T)0;
-            }
-        }
-        int base = start;
-        // Whole steps of GROUP nonzeros: a fixed trip count, unrolled UNROLL.
-        // A block is SPMM_BLOCK_TERMS / GROUP steps (GROUP <= 32 products per
-        // column and step); the tail joins the last, unfinished block, which
-        // then still holds fewer than SPMM_BLOCK_TERMS products.
-        int steps = 0;
-        for (; base + GROUP <= end; base += GROUP) {
-            const int mc = indices[base + lane];
-            const T mv = values[base + lane];
-#pragma unroll UNROLL
-            for (int t = 0; t < GROUP; ++t) {
-                spmm_rw_fma<V>(blk, x, ldx, spmm_bcast<GROUP>(mc, t, mask),
-                               spmm_bcast<GROUP>(mv, t, mask), col0, n);
-            }
-            if (++steps == SPMM_BLOCK_TERMS / GROUP) {
-                spmm_blk_add<COARSEN, V>(acc, blk);
-                steps = 0;
-            }
-        }
-        if (base < end) {
-            const int k = base + lane;
-            const int mc = k < end ? indices[k] : 0;
-            const T mv = k < end ? values[k] : (T)0;
-            const int cnt = end - base;
-#pragma unroll 1
-            for (int t = 0; t < cnt; ++t) {
-                spmm_rw_fma<V>(blk, x, ldx, spmm_bcast<GROUP>(mc, t, mask),
-                               spmm_bcast<GROUP>(mv, t, mask), col0, n);
-            }
-        }
-        spmm_blk_add<COARSEN, V>(acc, blk);
-#pragma unroll
-        for (int q = 0; q < COARSEN; ++q) {
-            const int col = col0 + q * GROUP * V;
-            if (col + V <= n && SPMM_LAYOUT == 0) {
-                spmm_store_vec<EPI, V>(y, spmm_at(row, col, ldy), acc[q], alpha, beta, bias, col);
-            } else {
-#pragma unroll
-                for (int e = 0; e < V; ++e) {
-                    if (col + e < n) {
-                        const long long at = spmm_at(row, col + e, ldy);
-                        y[at] = spmm_final<EPI>(acc[q][e], y, at, alpha, beta, bias, col + e);
-                    }
-                }
-            }
+        const int chunk = (int)(w % chunks);
+        const int col0 = chunk * CHUNK + lane * V;
+        if ((long long)(chunk + 1) * CHUNK <= n) {
+            spmm_rw_item<EPI, V, true>(row, col0, n, indptr, indices, values, x, ldx, y, ldy,
+                                       alpha, beta, bias, lane, mask);
+        } else {
+            spmm_rw_item<EPI, V, false>(row, col0, n, indptr, indices, values, x, ldx, y, ldy,
+                                        alpha, beta, bias, lane, mask);
         }
     }
 }

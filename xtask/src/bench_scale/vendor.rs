@@ -131,7 +131,10 @@ impl<'a> LargeCusparse<'a> {
         y.check_gpu(gpu, "y")?;
         let blocks = match (bits, host_indptr) {
             (IndexBits::Split32, Some(ip)) => {
-                anyhow::ensure!(ip.len() == a.rows() + 1, "host row offsets of another matrix");
+                anyhow::ensure!(
+                    ip.len() == a.rows() + 1,
+                    "host row offsets of another matrix"
+                );
                 anyhow::ensure!(a.cols() < (1 << 31), "columns past i32");
                 row_blocks(ip, SPLIT_NNZ)?
             }
@@ -209,7 +212,11 @@ impl<'a> LargeCusparse<'a> {
             preprocessed: [None, None, None],
         };
         if let (IndexBits::Split32, Some(ip)) = (self.bits, host_indptr) {
-            MemoryNeed::check(&self.gpu, "a row block's 32-bit offsets", 4 * (r1 - r0 + 1) as u64)?;
+            MemoryNeed::check(
+                &self.gpu,
+                "a row block's 32-bit offsets",
+                4 * (r1 - r0 + 1) as u64,
+            )?;
             let rebased: Vec<i32> = ip[r0..=r1].iter().map(|&p| (p - k0) as i32).collect();
             part.indptr = Some(stream.clone_htod(&rebased)?);
         }
@@ -331,7 +338,10 @@ impl<'a> LargeCusparse<'a> {
     /// else the outcome (the first row block's error when one failed and
     /// the plain call ran).
     pub fn preprocess_outcome(&self, alg: Alg) -> Option<std::result::Result<(), String>> {
-        let mut all = self.parts.iter().map(|p| p.preprocessed[alg.index()].clone());
+        let mut all = self
+            .parts
+            .iter()
+            .map(|p| p.preprocessed[alg.index()].clone());
         let first = all.next()??;
         all.try_fold(first, |acc, p| Some(acc.and(p?)))
     }
