@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// How many of the cost model's ranked variants the selection measures.
-pub const SELECTION_TOP: usize = 3;
+pub const SELECTION_TOP: usize = 4;
 
 /// Arguments of `cargo xtask bench-scale`.
 #[derive(clap::Args, Debug)]
