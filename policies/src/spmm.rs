@@ -12,7 +12,7 @@ use sparserl_rt::spmm::{SpmmStrategy, SpmmVariant, spmm_space};
 use sparserl_rt::{Features, ValueType};
 
 /// Version of the SpMM prior (part of SpMM cache keys).
-pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-3";
+pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-4";
 
 /// Lanes an H200-class GPU keeps busy at once (132 SMs x 2048 threads).
 const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
@@ -69,7 +69,8 @@ pub fn spmm_prior_for(
 ///   while col-tile's lanes over rows of one column chunk keep sectors
 ///   (x 0.9).
 ///
-/// The critical path: row-warp `max_row coarsen`, col-tile
+/// The critical path: row-warp `max_row coarsen / min(unroll, g)` (its
+/// batches of X-row loads in flight), col-tile
 /// `ceil(max_row / g) tile / min(tile, 4)` (row-major), nnz-split the sum of
 /// `32 items coarsen / min(unroll, g)`, `2 min(32 items / m, 32 items)` and
 /// `log2(rows) / log2(g)` (the range walked one nonzero at a time with that
@@ -103,7 +104,10 @@ pub fn spmm_prior_score(
         SpmmStrategy::RowWarp => {
             let k = 32.0 / g;
             let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
-            (m / qk, f.max_row * f64::from(v.coarsen))
+            // Each lane loads `coarsen` vectors per nonzero of the row,
+            // min(unroll, g) nonzeros' loads in flight (spmm-prior-4).
+            let in_flight = f64::from(v.unroll.min(v.group).max(1));
+            (m / qk, f.max_row * f64::from(v.coarsen) / in_flight)
         }
         SpmmStrategy::ColTile => {
             let k = 32.0 / g;
