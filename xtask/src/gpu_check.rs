@@ -607,10 +607,10 @@ fn fmt_err(e: f64) -> String {
 // Entry point
 // ---------------------------------------------------------------------------
 
-/// `gpu-check --spmm-only`: the SpMM section, then its sanitizer subset
-/// under every compute-sanitizer tool.
-fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
-    let s = spmm::run(gpu, matrices, &args.spmm_widths, &args.out)?;
+/// One section alone (`--spmm-only` / `--large-only`): its sanitizer runs
+/// (the child repeats `flag` under each tool, `label` prefixes the lines),
+/// the problems they found, and the section's failures.
+fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usize) -> Result<()> {
     let mut problems = Vec::new();
     if args.no_sanitizer {
         println!("sanitizer: not run (--no-sanitizer)");
@@ -618,7 +618,7 @@ fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
         let child_args = vec![
             "gpu-check".to_string(),
             "--sanitizer-pass".to_string(),
-            "--spmm-only".to_string(),
+            flag.to_string(),
             "--out".to_string(),
             args.out.to_string_lossy().into_owned(),
         ];
@@ -626,7 +626,7 @@ fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
         for tool in SANITIZER_TOOLS {
             let r = run_sanitizer(&san, tool, &child_args, &args.out, timeout);
             println!(
-                "  spmm {tool}: {} (errors {}, {:.0} s)",
+                "  {label} {tool}: {} (errors {}, {:.0} s)",
                 r.status,
                 r.errors.map_or("-".to_string(), |n| n.to_string()),
                 r.seconds
@@ -638,61 +638,30 @@ fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
     } else {
         println!("sanitizer: not run (compute-sanitizer not found)");
     }
-    if s.failed > 0 {
+    if failed > 0 {
         problems.push(format!(
-            "{} of {} SpMM checks failed",
-            s.failed,
-            s.passed + s.failed
+            "{failed} of {} {label} checks failed",
+            passed + failed
         ));
     }
     if !problems.is_empty() {
-        bail!("gpu-check --spmm-only failed: {}", problems.join("; "));
+        bail!("gpu-check {flag} failed: {}", problems.join("; "));
     }
     Ok(())
+}
+
+/// `gpu-check --spmm-only`: the SpMM section, then its sanitizer subset
+/// under every compute-sanitizer tool.
+fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
+    let s = spmm::run(gpu, matrices, &args.spmm_widths, &args.out)?;
+    section_only(args, "--spmm-only", "SpMM", s.passed, s.failed)
 }
 
 /// `gpu-check --large-only`: the large path's section, then the same
 /// checks under every compute-sanitizer tool.
 fn large_only(args: &Args, gpu: &Gpu) -> Result<()> {
     let s = large::run(gpu, Some(&args.out))?;
-    let mut problems = Vec::new();
-    if args.no_sanitizer {
-        println!("sanitizer: not run (--no-sanitizer)");
-    } else if let Some(san) = find_on_path("compute-sanitizer") {
-        let child_args = vec![
-            "gpu-check".to_string(),
-            "--sanitizer-pass".to_string(),
-            "--large-only".to_string(),
-            "--out".to_string(),
-            args.out.to_string_lossy().into_owned(),
-        ];
-        let timeout = Duration::from_secs(args.sanitizer_timeout.max(1));
-        for tool in SANITIZER_TOOLS {
-            let r = run_sanitizer(&san, tool, &child_args, &args.out, timeout);
-            println!(
-                "  large {tool}: {} (errors {}, {:.0} s)",
-                r.status,
-                r.errors.map_or("-".to_string(), |n| n.to_string()),
-                r.seconds
-            );
-            if r.is_problem() {
-                problems.push(format!("{tool}: {}", r.status));
-            }
-        }
-    } else {
-        println!("sanitizer: not run (compute-sanitizer not found)");
-    }
-    if s.failed > 0 {
-        problems.push(format!(
-            "{} of {} large-path checks failed",
-            s.failed,
-            s.passed + s.failed
-        ));
-    }
-    if !problems.is_empty() {
-        bail!("gpu-check --large-only failed: {}", problems.join("; "));
-    }
-    Ok(())
+    section_only(args, "--large-only", "large-path", s.passed, s.failed)
 }
 
 /// Runs `gpu-check`.
