@@ -252,7 +252,8 @@ impl<T: Scalar> DeviceLargeCsr<T> {
         // (at least one), every column below cols, all checked on the host by
         // `LargeCsr::try_from_parts` before the upload; x holds cols and y rows
         // entries (`check_operands`); the kernel reads only `indptr[0..=rows]`,
-        // `indices` / `values` `[0, nnz)` and x at validated columns, and
+        // `indices` / `values` `[0, nnz)` and x at validated columns (or at
+        // column 0, which exists: a stream tile past the last nonzero), and
         // writes y `[0, rows)`. Matrix and vectors belong to this Gpu's stream
         // (checked), so they outlive the queued launch in stream order.
         unsafe { b.launch(cfg) }?;
