@@ -53,10 +53,11 @@ __device__ __forceinline__ unsigned large_group_mask() {
 // G lanes per row; all lanes of a group see the same rows, so the group's
 // shuffle mask is exact even when other groups of the warp have finished.
 template <typename O, typename T, int G>
-__device__ __forceinline__ void large_group(u64 rows, const O* __restrict__ indptr,
+__device__ __forceinline__ void large_group(u64 rows, u64 nnz, const O* __restrict__ indptr,
                                             const u32* __restrict__ indices,
                                             const T* __restrict__ values,
                                             const T* __restrict__ x, T* __restrict__ y) {
+    (void)nnz;  // every entry has the same parameters
     const u64 tid = (u64)blockIdx.x * LARGE_BLOCK + threadIdx.x;
     const u64 groups = ((u64)gridDim.x * LARGE_BLOCK) / G;
     const u32 lane = (u32)(threadIdx.x % G);
@@ -458,49 +459,25 @@ __device__ __forceinline__ void large_stream(u64 rows, u64 nnz, const O* __restr
     }
 }
 
-#define LARGE_GROUP_ENTRY(G, O, ON, T, TN)                                                 \
+// One entry: sparserl_large_<KIND><P>_<o>_<t>, calling large_<KIND><O, T, P>.
+#define LARGE_ENTRY(KIND, P, O, ON, T, TN)                                                 \
     extern "C" __global__ void __launch_bounds__(LARGE_BLOCK)                              \
-        sparserl_large_group##G##_##ON##_##TN(u64 rows, u64 nnz, const O* indptr,          \
-                                              const u32* indices, const T* values,         \
-                                              const T* x, T* y) {                          \
-        (void)nnz;                                                                         \
-        large_group<O, T, G>(rows, indptr, indices, values, x, y);                         \
+        sparserl_large_##KIND##P##_##ON##_##TN(u64 rows, u64 nnz, const O* indptr,         \
+                                               const u32* indices, const T* values,        \
+                                               const T* x, T* y) {                         \
+        large_##KIND<O, T, P>(rows, nnz, indptr, indices, values, x, y);                   \
     }
 
-#define LARGE_MERGE_ENTRY(ITEMS, O, ON, T, TN)                                             \
-    extern "C" __global__ void __launch_bounds__(LARGE_BLOCK)                              \
-        sparserl_large_merge##ITEMS##_##ON##_##TN(u64 rows, u64 nnz, const O* indptr,      \
-                                                  const u32* indices, const T* values,     \
-                                                  const T* x, T* y) {                      \
-        large_merge<O, T, ITEMS>(rows, nnz, indptr, indices, values, x, y);                \
-    }
-
-#define LARGE_NNZ_ENTRY(ITEMS, O, ON, T, TN)                                               \
-    extern "C" __global__ void __launch_bounds__(LARGE_BLOCK)                              \
-        sparserl_large_nnz##ITEMS##_##ON##_##TN(u64 rows, u64 nnz, const O* indptr,        \
-                                                const u32* indices, const T* values,       \
-                                                const T* x, T* y) {                        \
-        large_nnz<O, T, ITEMS>(rows, nnz, indptr, indices, values, x, y);                  \
-    }
-
-#define LARGE_STREAM_ENTRY(TILE, O, ON, T, TN)                                             \
-    extern "C" __global__ void __launch_bounds__(LARGE_BLOCK)                              \
-        sparserl_large_stream##TILE##_##ON##_##TN(u64 rows, u64 nnz, const O* indptr,      \
-                                                  const u32* indices, const T* values,     \
-                                                  const T* x, T* y) {                      \
-        large_stream<O, T, TILE>(rows, nnz, indptr, indices, values, x, y);                \
-    }
-
-#define LARGE_ENTRIES(O, ON, T, TN)        \
-    LARGE_GROUP_ENTRY(1, O, ON, T, TN)     \
-    LARGE_GROUP_ENTRY(4, O, ON, T, TN)     \
-    LARGE_GROUP_ENTRY(8, O, ON, T, TN)     \
-    LARGE_GROUP_ENTRY(32, O, ON, T, TN)    \
-    LARGE_MERGE_ENTRY(8, O, ON, T, TN)     \
-    LARGE_MERGE_ENTRY(16, O, ON, T, TN)    \
-    LARGE_NNZ_ENTRY(8, O, ON, T, TN)       \
-    LARGE_STREAM_ENTRY(1024, O, ON, T, TN) \
-    LARGE_STREAM_ENTRY(2048, O, ON, T, TN)
+#define LARGE_ENTRIES(O, ON, T, TN)           \
+    LARGE_ENTRY(group, 1, O, ON, T, TN)       \
+    LARGE_ENTRY(group, 4, O, ON, T, TN)       \
+    LARGE_ENTRY(group, 8, O, ON, T, TN)       \
+    LARGE_ENTRY(group, 32, O, ON, T, TN)      \
+    LARGE_ENTRY(merge, 8, O, ON, T, TN)       \
+    LARGE_ENTRY(merge, 16, O, ON, T, TN)      \
+    LARGE_ENTRY(nnz, 8, O, ON, T, TN)         \
+    LARGE_ENTRY(stream, 1024, O, ON, T, TN)   \
+    LARGE_ENTRY(stream, 2048, O, ON, T, TN)
 
 LARGE_ENTRIES(u32, u32, float, f32)
 LARGE_ENTRIES(u64, u64, float, f32)
