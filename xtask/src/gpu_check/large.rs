@@ -25,31 +25,14 @@ struct Edge {
     indices: Vec<u32>,
 }
 
-/// A matrix of `cols` columns with the given row lengths, columns drawn
-/// without repeats and sorted (seeded).
+/// A matrix of `cols` columns with the given row lengths (capped at
+/// `cols`), columns drawn without repeats and sorted (seeded).
 fn edge(name: &'static str, cols: usize, lens: &[usize], seed: u64) -> Edge {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut indptr = vec![0u64];
     let mut indices = Vec::new();
     for &len in lens {
-        let len = len.min(cols);
-        let mut row: Vec<u32> = if len * 2 > cols {
-            let mut all: Vec<u32> = (0..cols as u32).collect();
-            for i in 0..len {
-                let j = rng.random_range(i..cols);
-                all.swap(i, j);
-            }
-            all.truncate(len);
-            all
-        } else {
-            let mut set = std::collections::BTreeSet::new();
-            while set.len() < len {
-                set.insert(rng.random_range(0..cols as u32));
-            }
-            set.into_iter().collect()
-        };
-        row.sort_unstable();
-        indices.extend(row);
+        indices.extend(super::sample_columns(&mut rng, cols, len));
         indptr.push(indices.len() as u64);
     }
     Edge {
