@@ -3,7 +3,8 @@
 // A work item is one range of W = 32 * ITEMS consecutive nonzeros and one
 // chunk of GROUP * V * COARSEN columns; items are spread over streams of
 // GROUP lanes (32 / GROUP streams per warp: narrow widths keep every lane
-// busy) with a grid-stride loop, so a hub row of a power-law graph is
+// busy) with a grid-stride loop (numbered range first, or with SPMM_SLAB
+// chunk first: one slab of X columns at a time), so a hub row of a power-law graph is
 // shared by many streams instead of serialising one. The stream finds the
 // row of its first nonzero with a GROUP-way cooperative search (each lane
 // probes one point per round, a ballot narrows the window), then
@@ -175,9 +176,10 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
     const long long stride = (long long)gridDim.x * (BLOCK / GROUP);
     // The loop condition and the walk are uniform across a stream (same w).
     for (long long w = tid / GROUP; w < work; w += stride) {
-        const int kb = (int)(w / chunks) * SPMM_RANGE;
+        // Slab order: chunk first (one slab of X columns live at a time).
+        const int kb = (int)(SPMM_SLAB ? w % ranges : w / chunks) * SPMM_RANGE;
         const int ke = nnz - kb < SPMM_RANGE ? nnz : kb + SPMM_RANGE;
-        const int col0 = (int)(w % chunks) * CHUNK + (int)lane * V;
+        const int col0 = (int)(SPMM_SLAB ? w / ranges : w % chunks) * CHUNK + (int)lane * V;
         int row = spmm_stream_row_of(indptr, rows, kb, lane, mask);
         int rs = indptr[row];
         int re = indptr[row + 1];

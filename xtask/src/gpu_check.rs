@@ -105,9 +105,25 @@ pub struct Args {
     /// Widths N of the SpMM section's built-in part (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = sparserl_rt::spmm::check::CHECK_WIDTHS)]
     spmm_widths: Vec<usize>,
+    /// Only the SpMM variants whose id contains this text (e.g. `slab`: a
+    /// check of new variants without the whole space), in the SpMM section
+    /// and its sanitizer subset.
+    #[arg(long, value_name = "TEXT")]
+    spmm_variants: Option<String>,
     /// Internal: directory of precompiled PTX (`<entry>.ptx`) to reuse.
     #[arg(long, hide = true, value_name = "DIR")]
     ptx_dir: Option<PathBuf>,
+}
+
+impl Args {
+    /// Which SpMM variants the SpMM section checks (`--spmm-variants`).
+    fn spmm_keep(&self) -> impl Fn(&sparserl_rt::spmm::SpmmVariant) -> bool + '_ {
+        move |v| {
+            self.spmm_variants
+                .as_deref()
+                .is_none_or(|t| v.id().contains(t))
+        }
+    }
 }
 
 /// The compute-sanitizer tools run over every variant on the edge cases:
@@ -615,13 +631,16 @@ fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usi
     if args.no_sanitizer {
         println!("sanitizer: not run (--no-sanitizer)");
     } else if let Some(san) = find_on_path("compute-sanitizer") {
-        let child_args = vec![
+        let mut child_args = vec![
             "gpu-check".to_string(),
             "--sanitizer-pass".to_string(),
             flag.to_string(),
             "--out".to_string(),
             args.out.to_string_lossy().into_owned(),
         ];
+        if let Some(t) = &args.spmm_variants {
+            child_args.extend(["--spmm-variants".to_string(), t.clone()]);
+        }
         let timeout = Duration::from_secs(args.sanitizer_timeout.max(1));
         for tool in SANITIZER_TOOLS {
             let r = run_sanitizer(&san, tool, &child_args, &args.out, timeout);
@@ -653,7 +672,13 @@ fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usi
 /// `gpu-check --spmm-only`: the SpMM section, then its sanitizer subset
 /// under every compute-sanitizer tool.
 fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
-    let s = spmm::run(gpu, matrices, &args.spmm_widths, &args.out)?;
+    let s = spmm::run(
+        gpu,
+        matrices,
+        &args.spmm_widths,
+        &args.spmm_keep(),
+        &args.out,
+    )?;
     section_only(args, "--spmm-only", "SpMM", s.passed, s.failed)
 }
 
@@ -888,7 +913,13 @@ pub fn run(args: Args) -> Result<()> {
     // SpMM: every variant and epilogue at several widths on the edge cases
     // and the real matrices: `spmm-check.json`.
     let spmm = if aborted.is_none() && !args.no_spmm {
-        Some(spmm::run(&gpu, &matrices, &args.spmm_widths, &args.out)?)
+        Some(spmm::run(
+            &gpu,
+            &matrices,
+            &args.spmm_widths,
+            &args.spmm_keep(),
+            &args.out,
+        )?)
     } else {
         None
     };

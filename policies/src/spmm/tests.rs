@@ -44,7 +44,7 @@ fn the_prior_ranks_the_whole_space() {
 #[test]
 fn hub_rows_go_to_the_nnz_balanced_family() {
     // One warp per hub row would serialise 50k nonzeros.
-    for n in [16, 64, 128] {
+    for n in [16, 64, 128, 256] {
         let best = spmm_prior(&power_law(), n, DenseLayout::RowMajor)[0];
         assert_eq!(best.strategy, SpmmStrategy::NnzSplit, "n = {n}: {best}");
     }
@@ -108,5 +108,33 @@ fn small_short_row_matrices_avoid_the_serial_range_walk() {
     for n in [16, 64] {
         let best = spmm_prior(&small, n, DenseLayout::RowMajor)[0];
         assert_ne!(best.strategy, SpmmStrategy::NnzSplit, "n = {n}: {best}");
+    }
+}
+
+#[test]
+fn slab_order_ranks_above_row_order_only_when_x_outgrows_l2() {
+    let slab = |f: &Features, n: usize| {
+        let ranked = spmm_prior(f, n, DenseLayout::RowMajor);
+        let pos = |s: bool| ranked.iter().position(|v| v.slab == s).unwrap();
+        pos(true) < pos(false)
+    };
+    // X of 1M rows x 32 f32 columns (128 MB) outgrows L2; a slab of 8 does not.
+    assert!(slab(&regular(), 32));
+    // 20k rows: all of X stays in L2, and slabs only re-read A.
+    let small = features(2e4, 16.0, 16.0, 16.0, 16.0);
+    assert!(!slab(&small, 64));
+}
+
+#[test]
+fn the_first_two_candidates_cover_both_orders() {
+    for f in [
+        regular(),
+        power_law(),
+        features(2e4, 16.0, 16.0, 16.0, 16.0),
+    ] {
+        for n in [16, 32, 64, 256] {
+            let r = spmm_prior(&f, n, DenseLayout::RowMajor);
+            assert_ne!(r[0].slab, r[1].slab, "n = {n}: {} {}", r[0], r[1]);
+        }
     }
 }

@@ -133,12 +133,17 @@ struct Unit {
 }
 
 /// Generates and compiles every unit (in parallel: NVRTC is thread-safe).
-fn compile_units(gpu: &Gpu, generate: SpmmGenerator<'_>, widths: &[usize]) -> Vec<Unit> {
+fn compile_units(
+    gpu: &Gpu,
+    generate: SpmmGenerator<'_>,
+    widths: &[usize],
+    keep: &dyn Fn(&SpmmVariant) -> bool,
+) -> Vec<Unit> {
     let mut jobs = Vec::new();
     for value in ValueType::ALL {
         for layout in DenseLayout::ALL {
             for &n in widths {
-                for v in spmm_space(n, layout) {
+                for v in spmm_space(n, layout).into_iter().filter(|v| keep(v)) {
                     jobs.push((v, value, layout, n));
                 }
             }
@@ -303,8 +308,19 @@ pub fn check_all(
     generate: SpmmGenerator<'_>,
     widths: &[usize],
 ) -> Result<SpmmCheckReport, RtError> {
+    check_where(gpu, generate, widths, &|_| true)
+}
+
+/// [`check_all`] over the variants `keep` accepts (a check of new variants
+/// without the whole space).
+pub fn check_where(
+    gpu: &Gpu,
+    generate: SpmmGenerator<'_>,
+    widths: &[usize],
+    keep: &dyn Fn(&SpmmVariant) -> bool,
+) -> Result<SpmmCheckReport, RtError> {
     let matrices = check_matrices()?;
-    let units = compile_units(gpu, generate, widths);
+    let units = compile_units(gpu, generate, widths, keep);
     let mut report = SpmmCheckReport {
         compiled: units.iter().filter(|u| u.ptx.is_ok()).count(),
         ..SpmmCheckReport::default()

@@ -345,6 +345,7 @@ proptest::proptest! {
         items in 0u32..80,
         unroll in 0u32..5,
         ldg in proptest::bool::ANY,
+        slab in proptest::bool::ANY,
     ) {
         let v = SpmmVariant {
             strategy: SpmmStrategy::ALL[s],
@@ -356,6 +357,7 @@ proptest::proptest! {
             items,
             unroll: 1 << unroll,
             ldg_x: ldg,
+            slab,
         };
         match v.validate() {
             Ok(()) => proptest::prop_assert_eq!(SpmmVariant::parse(&v.id()), Ok(v.canonical())),

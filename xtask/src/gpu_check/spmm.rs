@@ -8,7 +8,7 @@
 
 use super::*;
 use sparserl_rt::dense::DenseLayout;
-use sparserl_rt::spmm::check::{SpmmCheckReport, check_all, unit_entries};
+use sparserl_rt::spmm::check::{SpmmCheckReport, check_where, unit_entries};
 use sparserl_rt::spmm::measure::{SpmmBench, load_ptx_entries};
 use sparserl_rt::spmm::{SpmmEpilogue, SpmmFunctions, SpmmVariant, spmm_space};
 
@@ -101,12 +101,21 @@ impl SpmmSection {
 /// The compiled units of the real-matrix part: `(variant, layout, width) -> PTX`.
 type Units = Vec<((SpmmVariant, DenseLayout, usize), Result<String, String>)>;
 
-/// Generates and compiles every unit of `value` at `widths` on all cores.
-fn compile_units(gpu: &Gpu, value: ValueType, widths: &[usize]) -> Units {
+/// Which variants a check covers.
+pub(super) type Keep<'a> = &'a dyn Fn(&SpmmVariant) -> bool;
+
+/// Generates and compiles every unit of `value` at `widths` that `keep`
+/// accepts, on all cores.
+fn compile_units(gpu: &Gpu, value: ValueType, widths: &[usize], keep: Keep<'_>) -> Units {
     let mut jobs = Vec::new();
     for layout in DenseLayout::ALL {
         for &n in widths {
-            jobs.extend(spmm_space(n, layout).into_iter().map(|v| (v, layout, n)));
+            jobs.extend(
+                spmm_space(n, layout)
+                    .into_iter()
+                    .filter(|v| keep(v))
+                    .map(|v| (v, layout, n)),
+            );
         }
     }
     let arch = gpu.arch();
@@ -205,9 +214,10 @@ fn check_real<T: Scalar>(
     gpu: &Gpu,
     real: &[&TestMatrix],
     widths: &[usize],
+    keep: Keep<'_>,
 ) -> Result<SpmmCheckReport> {
     let mut report = SpmmCheckReport::default();
-    let units = compile_units(gpu, T::TYPE, widths);
+    let units = compile_units(gpu, T::TYPE, widths, keep);
     report.compiled = units.iter().filter(|u| u.1.is_ok()).count();
     let opts = sparserl_rt::MeasureOptions {
         x_copies: 1,
@@ -253,6 +263,7 @@ pub(super) fn run(
     gpu: &Gpu,
     matrices: &[TestMatrix],
     widths: &[usize],
+    keep: Keep<'_>,
     out: &Path,
 ) -> Result<SpmmSection> {
     let t0 = Instant::now();
@@ -263,7 +274,7 @@ pub(super) fn run(
     };
     println!("spmm check: every variant at N = {widths:?} on the built-in matrices ...");
     for &n in widths {
-        s.add(check_all(gpu, &generate, &[n]).map_err(|e| anyhow!("spmm check: {e}"))?);
+        s.add(check_where(gpu, &generate, &[n], keep).map_err(|e| anyhow!("spmm check: {e}"))?);
         s.widths.push(n);
         s.seconds = t0.elapsed().as_secs_f64();
         write_section(&s, out)?;
@@ -283,8 +294,8 @@ pub(super) fn run(
         "spmm check: every variant at N = {REAL_WIDTHS:?} on {} real matrices (nnz <= {REAL_MAX_NNZ}) ...",
         real.len()
     );
-    s.add(check_real::<f32>(gpu, &real, &REAL_WIDTHS)?);
-    s.add(check_real::<f64>(gpu, &real, &REAL_WIDTHS)?);
+    s.add(check_real::<f32>(gpu, &real, &REAL_WIDTHS, keep)?);
+    s.add(check_real::<f64>(gpu, &real, &REAL_WIDTHS, keep)?);
     s.seconds = t0.elapsed().as_secs_f64();
     write_section(&s, out)?;
     println!(
@@ -297,10 +308,11 @@ pub(super) fn run(
     Ok(s)
 }
 
-/// The sanitizer subset: [`check_all`] at [`SANITIZER_WIDTHS`] on the
-/// built-in matrices; `(passed, failed)`.
-pub(super) fn sanitizer_subset(gpu: &Gpu) -> Result<(usize, usize)> {
-    let r = check_all(gpu, &generate, &SANITIZER_WIDTHS).map_err(|e| anyhow!("spmm check: {e}"))?;
+/// The sanitizer subset: [`check_where`] at [`SANITIZER_WIDTHS`] on the
+/// built-in matrices, the variants `keep` accepts; `(passed, failed)`.
+pub(super) fn sanitizer_subset(gpu: &Gpu, keep: Keep<'_>) -> Result<(usize, usize)> {
+    let r = check_where(gpu, &generate, &SANITIZER_WIDTHS, keep)
+        .map_err(|e| anyhow!("spmm check: {e}"))?;
     for f in r.failures.iter().take(20) {
         println!("spmm wrong result: {}: {}", f.what, f.reason);
     }
