@@ -103,10 +103,10 @@ fn hedge_order(ranked: &mut [SpmmVariant]) {
 ///   while col-tile's lanes over rows of one column chunk keep sectors
 ///   (x 0.9).
 ///
-/// The critical path: row-warp `max_row coarsen / min(unroll, g)` (its
+/// The critical path: row-warp `max_row coarsen / unroll` (its
 /// batches of X-row loads in flight), col-tile
 /// `ceil(max_row / g) tile / min(tile, 4)` (row-major), nnz-split the sum of
-/// `32 items coarsen / min(unroll, g)`, `2 min(32 items / m, 32 items)` and
+/// `32 items coarsen / unroll`, `2 min(32 items / m, 32 items)` and
 /// `log2(rows) / log2(g)` (the range walked one nonzero at a time with that
 /// many loads in flight, a dependent row-pointer load per row boundary, the
 /// first row's `g`-way search by the stream's lanes).
@@ -152,8 +152,9 @@ pub fn spmm_prior_score(
             let k = 32.0 / g;
             let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
             // Each lane loads `coarsen` vectors per nonzero of the row,
-            // min(unroll, g) nonzeros' loads in flight (spmm-prior-4).
-            let in_flight = f64::from(v.unroll.min(v.group).max(1));
+            // `unroll` nonzeros' loads in flight (spmm-prior-5: a step covers
+            // max(g, unroll) nonzeros).
+            let in_flight = f64::from(v.unroll.max(1));
             (m / qk, f.max_row * f64::from(v.coarsen) / in_flight)
         }
         SpmmStrategy::ColTile => {
@@ -168,12 +169,12 @@ pub fn spmm_prior_score(
             let items = f64::from(v.items);
             let atomics = 1.0 / (1.0 + 0.3 * (m / (32.0 * items)).min(4.0));
             // A stream's lanes walk the range's 32 items nonzeros one at a
-            // time (coarsen loads each), min(unroll, g) loads in flight; each
+            // time (coarsen loads each), `unroll` loads in flight; each
             // row boundary inside the range is a dependent load of the row
             // pointers (2 steps); finding the first row is a binary search
             // (a g-way search of the stream's lanes: log_g(rows) rounds).
             let range = 32.0 * items;
-            let in_flight = f64::from(v.unroll.min(v.group).max(1));
+            let in_flight = f64::from(v.unroll.max(1));
             let search = f.rows.max(2.0).log2() / g.log2().max(1.0);
             (
                 0.85 * atomics * 0.9,

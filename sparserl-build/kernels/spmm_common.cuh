@@ -175,6 +175,27 @@ __device__ __forceinline__ V spmm_bcast(V v, int src, unsigned mask) {
     return G > 1 ? __shfl_sync(mask, v, src, G) : v;
 }
 
+// A step of a G-lane group (row-warp, nnz-split) covers SPMM_STEP nonzeros:
+// GROUP, or UNROLL when that is larger (each lane then holds SPMM_LPL =
+// UNROLL / GROUP (column, value) pairs), so UNROLL X rows can be in flight
+// per lane even in narrow groups.
+#define SPMM_LPL (UNROLL > GROUP ? UNROLL / GROUP : 1)
+#define SPMM_STEP (GROUP * SPMM_LPL)
+
+// The lane's (column, value) pairs of the step at base: nonzero
+// base + j GROUP + lane for j < SPMM_LPL; past end column 0 (a row of X
+// that exists whenever a nonzero does) and value 0, never used.
+__device__ __forceinline__ void spmm_step_pairs(const int* __restrict__ indices,
+                                                const T* __restrict__ values, int base, int end,
+                                                int lane, int* mc, T* mv) {
+#pragma unroll
+    for (int j = 0; j < SPMM_LPL; ++j) {
+        const int k = base + j * GROUP + lane;
+        mc[j] = k < end ? indices[k] : 0;
+        mv[j] = k < end ? values[k] : (T)0;
+    }
+}
+
 // The last row r in [lo, hi] with indptr[r] <= k, for a whole warp (every
 // lane calls it with the same arguments): 32 probes per round narrowed by a
 // ballot, then one ballot over the final window. Requires indptr[lo] <= k.

@@ -11,7 +11,7 @@
 // COARSEN slices of V consecutive columns, slice q at q * GROUP * V + lane * V
 // ("coarse-grained warp merging"; V-wide vector loads of X rows when X and Y
 // allow them, else the same code with V = 1). The broadcast nonzeros are
-// taken min(UNROLL, GROUP) at a time, their X rows all loaded before any is
+// taken UNROLL at a time, their X rows all loaded before any is
 // used (gathers in flight per lane). Columns past n are guarded only in a
 // chunk that reaches past n (N not a multiple of the vector width, or of
 // the chunk); whole chunks run without guards. Rows of a group share its
@@ -22,9 +22,9 @@
 #ifndef SPARSERL_SPMM_ROW_WARP_BODY
 #define SPARSERL_SPMM_ROW_WARP_BODY
 
-// Nonzeros whose X rows a lane loads before using any: UNROLL, at most GROUP
-// (both powers of two, so it divides GROUP).
-#define SPMM_RW_PF (UNROLL < GROUP ? UNROLL : GROUP)
+// Nonzeros whose X rows a lane loads before using any: UNROLL (at most
+// SPMM_STEP, which is at least UNROLL; powers of two, so it divides it).
+#define SPMM_RW_PF (UNROLL < SPMM_STEP ? UNROLL : SPMM_STEP)
 
 // The lane's columns of X row cc into xv. FULL: every column of the chunk
 // is below n (no guards: one branch-free batch of loads); else columns
@@ -68,12 +68,14 @@ __device__ __forceinline__ void spmm_rw_acc(T (*blk)[V], const T (*xv)[V], T vv,
     }
 }
 
-// One work item: the row's nonzeros GROUP at a time (one coalesced
-// (column, value) load per lane, then broadcasts), each step's nonzeros in
-// batches of SPMM_RW_PF whose X rows are all loaded before any is used
-// (that many gathers in flight per lane: the loads of a batch are not
-// held behind the previous product). A block is SPMM_BLOCK_TERMS / GROUP
-// steps (at most GROUP products per column and step). Then the row's
+// One work item: the row's nonzeros SPMM_STEP at a time (GROUP, or UNROLL
+// when larger: coalesced (column, value) loads, SPMM_LPL per lane, the
+// next step's issued before this step's gathers, then broadcasts), each
+// step's nonzeros in batches of SPMM_RW_PF whose X rows are all loaded
+// before any is used (that many gathers in flight per lane: the loads of a
+// batch are not held behind the previous product). A block is
+// SPMM_BLOCK_TERMS / SPMM_STEP steps (at most SPMM_STEP products per column
+// and step). Then the row's
 // stores. FULL is uniform across the group (a property of the chunk).
 template <int EPI, int V, bool FULL>
 __device__ __forceinline__ void spmm_rw_item(const int row, const int col0, const int n,
@@ -97,20 +99,27 @@ __device__ __forceinline__ void spmm_rw_item(const int row, const int col0, cons
         }
     }
     int steps = 0;
-    for (int base = start; base < end; base += GROUP) {
-        const int k = base + lane;
-        // Past the row: column 0 (a row of X that exists), never used.
-        const int mc = k < end ? indices[k] : 0;
-        const T mv = k < end ? values[k] : (T)0;
-        const int cnt = end - base < GROUP ? end - base : GROUP;
+    int mc[SPMM_LPL];
+    T mv[SPMM_LPL];
+    spmm_step_pairs(indices, values, start, end, lane, mc, mv);
+    for (int base = start; base < end; base += SPMM_STEP) {
+        // The next step's pairs, issued before this step's X rows.
+        int nc[SPMM_LPL];
+        T nv[SPMM_LPL];
+        spmm_step_pairs(indices, values, base + SPMM_STEP, end, lane, nc, nv);
+        const int cnt = end - base < SPMM_STEP ? end - base : SPMM_STEP;
         for (int t0 = 0; t0 < cnt; t0 += SPMM_RW_PF) {
             T xv[SPMM_RW_PF][COARSEN][V];
             T vv[SPMM_RW_PF];
 #pragma unroll
             for (int u = 0; u < SPMM_RW_PF; ++u) {
-                // t0 + u < GROUP: SPMM_RW_PF divides GROUP and t0 < cnt <= GROUP.
-                vv[u] = spmm_bcast<GROUP>(mv, t0 + u, mask);
-                spmm_rw_load<V, FULL>(xv[u], x, ldx, spmm_bcast<GROUP>(mc, t0 + u, mask), col0,
+                // SPMM_LPL > 1: PF == SPMM_STEP, so t0 == 0 and pair u is
+                // register u / GROUP of lane u % GROUP; else register 0 of
+                // lane t0 + u < GROUP (PF divides GROUP, t0 < cnt <= GROUP).
+                const int j = SPMM_LPL > 1 ? u / GROUP : 0;
+                const int src = SPMM_LPL > 1 ? u % GROUP : t0 + u;
+                vv[u] = spmm_bcast<GROUP>(mv[j], src, mask);
+                spmm_rw_load<V, FULL>(xv[u], x, ldx, spmm_bcast<GROUP>(mc[j], src, mask), col0,
                                       n);
             }
 #pragma unroll
@@ -120,9 +129,14 @@ __device__ __forceinline__ void spmm_rw_item(const int row, const int col0, cons
                 }
             }
         }
-        if (++steps == SPMM_BLOCK_TERMS / GROUP) {
+        if (++steps == SPMM_BLOCK_TERMS / SPMM_STEP) {
             spmm_blk_add<COARSEN, V>(acc, blk);
             steps = 0;
+        }
+#pragma unroll
+        for (int j = 0; j < SPMM_LPL; ++j) {
+            mc[j] = nc[j];
+            mv[j] = nv[j];
         }
     }
     spmm_blk_add<COARSEN, V>(acc, blk);

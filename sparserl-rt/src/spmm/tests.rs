@@ -392,8 +392,14 @@ fn narrow_nnz_split_streams() {
     for n in WIDTHS {
         for layout in DenseLayout::ALL {
             for v in spmm_space(n, layout) {
-                if v.strategy == SpmmStrategy::NnzSplit && v.group < 32 {
+                if v.strategy == SpmmStrategy::NnzSplit && v.group < 32 && !v.slab {
                     assert!(n <= 64 && v.chunk() == (n.next_power_of_two().max(4)) as u32);
+                }
+                if v.slab {
+                    // Slabs: narrow chunks of whole float4 loads, more than one per width.
+                    assert_eq!(layout, DenseLayout::RowMajor);
+                    assert!(v.vec == 4 && [8, 16].contains(&v.chunk()), "{v}");
+                    assert!((v.chunk() as usize) < n.next_power_of_two(), "{v} n = {n}");
                 }
             }
         }

@@ -125,7 +125,9 @@ pub struct SpmmVariant {
     pub tile: u32,
     /// Nonzeros per lane of a warp range (nnz-split: 1..=64; others 1).
     pub items: u32,
-    /// Unroll factor of the nonzero loop (1, 2, 4, 8).
+    /// Unroll factor of the nonzero loop (1, 2, 4, 8): row-warp and
+    /// nnz-split keep this many X rows in flight per lane (a step covers
+    /// `max(group, unroll)` nonzeros).
     pub unroll: u32,
     /// Load X through the read-only data cache (`__ldg`).
     pub ldg_x: bool,
@@ -552,27 +554,30 @@ fn nnz_split_points(np: u32, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
 /// (whole 32-byte sectors of f32 rows, float4 loads), only when the width
 /// needs more than one chunk (else the order changes nothing): row-warp
 /// with 2 or 4 lanes per row, nnz-split with streams of 2 or 4 lanes over
-/// ranges of 128 or 512 nonzeros; X rows of 4 nonzeros in flight.
+/// ranges of 128 or 512 nonzeros; X rows of 4 or 8 nonzeros in flight per
+/// lane (a step then covers more nonzeros than the group has lanes).
 fn slab_points(np: u32, out: &mut Vec<SpmmVariant>) {
     for group in [2, 4] {
         if group * 4 >= np {
             continue;
         }
-        let base = SpmmVariant {
-            group,
-            vec: 4,
-            coarsen: 1,
-            unroll: 4,
-            slab: true,
-            ..SpmmVariant::of(SpmmStrategy::RowWarp)
-        };
-        out.push(base);
-        for items in [4, 16] {
-            out.push(SpmmVariant {
-                strategy: SpmmStrategy::NnzSplit,
-                items,
-                ..base
-            });
+        for unroll in [4, 8] {
+            let base = SpmmVariant {
+                group,
+                vec: 4,
+                coarsen: 1,
+                unroll,
+                slab: true,
+                ..SpmmVariant::of(SpmmStrategy::RowWarp)
+            };
+            out.push(base);
+            for items in [4, 16] {
+                out.push(SpmmVariant {
+                    strategy: SpmmStrategy::NnzSplit,
+                    items,
+                    ..base
+                });
+            }
         }
     }
 }
