@@ -25,17 +25,8 @@ const DRAM_BYTES_PER_US: f64 = 4.0e6;
 /// critical path: the next load's address comes from the previous one).
 const LOADED_LATENCY_US: f64 = 1.0;
 
-/// L2 bytes an X working set may use and still be served from L2 (of the
-/// H200's 60 MB; the rest holds the streamed matrix and Y).
-const L2_X_BYTES: f64 = 36.0e6;
-
-/// How much faster L2 serves gathered sectors than DRAM.
-const L2_OVER_DRAM: f64 = 2.0;
-
 /// The whole of `spmm_space(n, layout)` ranked by [`spmm_prior_score`] for
-/// f32 values, best first (ties keep the space's order: deterministic),
-/// except that the best of the other work order comes second
-/// ([`hedge_order`]).
+/// f32 values, best first (ties keep the space's order: deterministic).
 pub fn spmm_prior(features: &Features, n: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
     spmm_prior_for(features, ValueType::F32, n, layout)
 }
@@ -52,24 +43,7 @@ pub fn spmm_prior_for(
         .map(|v| (v, spmm_prior_score(&v, features, value, n, layout)))
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let mut ranked: Vec<SpmmVariant> = scored.into_iter().map(|(v, _)| v).collect();
-    hedge_order(&mut ranked);
-    ranked
-}
-
-/// Moves the best variant of the other work order (slab or row order) than
-/// the first one's to second place: whether a slab of X stays in L2 is the
-/// prior's least certain estimate, so a search with room for two
-/// measurements tries both orders.
-fn hedge_order(ranked: &mut [SpmmVariant]) {
-    let Some(first) = ranked.first().map(|v| v.slab) else {
-        return;
-    };
-    if let Some(i) = ranked.iter().position(|v| v.slab != first)
-        && i > 1
-    {
-        ranked[1..=i].rotate_right(1);
-    }
+    scored.into_iter().map(|(v, _)| v).collect()
 }
 
 /// The prior's estimate of the fraction of copy bandwidth `v` reaches on a
@@ -106,7 +80,7 @@ fn hedge_order(ranked: &mut [SpmmVariant]) {
 /// The critical path: row-warp `max_row coarsen / unroll` (its
 /// batches of X-row loads in flight), col-tile
 /// `ceil(max_row / g) tile / min(tile, 4)` (row-major), nnz-split the sum of
-/// `32 items coarsen / unroll`, `2 min(32 items / m, 32 items)` and
+/// `32 items coarsen / min(unroll, g)`, `2 min(32 items / m, 32 items)` and
 /// `log2(rows) / log2(g)` (the range walked one nonzero at a time with that
 /// many loads in flight, a dependent row-pointer load per row boundary, the
 /// first row's `g`-way search by the stream's lanes).
@@ -116,9 +90,7 @@ fn hedge_order(ranked: &mut [SpmmVariant]) {
 /// vector) lasts `lanes vec v / DRAM rate`: the critical path is scaled by
 /// their ratio (spmm-prior-5; prior-4 counted both alike, which ranked a
 /// warp per hub row first at wide widths with 2-column loads).
-///
-/// Slab order replaces the traffic factor by [`slab_traffic`] (X-row
-/// gathers served from L2 or DRAM, A re-read once per slab).
+
 ///
 /// Knobs: `__ldg` (x 1 / 0.97), block 256 (x 1, 128 / 512 x 0.99, else
 /// 0.98; 128 first when the launch is less than one wave), unroll 4 on rows
@@ -141,11 +113,7 @@ pub fn spmm_prior_score(
     let compulsory = a_bytes + (f.rows + 1.0) * 4.0 + (f.rows + f.cols) * n * vs;
     // The chunks of one row are neighbouring work items, run at about the
     // same time: A's re-reads hit in L2, at about twice the DRAM rate.
-    let traffic = if v.slab {
-        slab_traffic(&v, f, vs, n)
-    } else {
-        compulsory / (compulsory + 0.5 * a_bytes * (passes - 1.0)).max(1e-9)
-    };
+    let traffic = compulsory / (compulsory + 0.5 * a_bytes * (passes - 1.0)).max(1e-9);
     let g = f64::from(v.group.max(1));
     let (balance, critical) = match v.strategy {
         SpmmStrategy::RowWarp => {
@@ -153,7 +121,7 @@ pub fn spmm_prior_score(
             let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
             // Each lane loads `coarsen` vectors per nonzero of the row,
             // `unroll` nonzeros' loads in flight (spmm-prior-5: a step covers
-            // max(g, unroll) nonzeros).
+            // max(g, unroll) nonzeros; prior-4 counted min(unroll, g)).
             let in_flight = f64::from(v.unroll.max(1));
             (m / qk, f.max_row * f64::from(v.coarsen) / in_flight)
         }
@@ -169,12 +137,12 @@ pub fn spmm_prior_score(
             let items = f64::from(v.items);
             let atomics = 1.0 / (1.0 + 0.3 * (m / (32.0 * items)).min(4.0));
             // A stream's lanes walk the range's 32 items nonzeros one at a
-            // time (coarsen loads each), `unroll` loads in flight; each
+            // time (coarsen loads each), min(unroll, g) loads in flight; each
             // row boundary inside the range is a dependent load of the row
             // pointers (2 steps); finding the first row is a binary search
             // (a g-way search of the stream's lanes: log_g(rows) rounds).
             let range = 32.0 * items;
-            let in_flight = f64::from(v.unroll.max(1));
+            let in_flight = f64::from(v.unroll.min(v.group).max(1));
             let search = f.rows.max(2.0).log2() / g.log2().max(1.0);
             (
                 0.85 * atomics * 0.9,
@@ -208,45 +176,6 @@ pub fn spmm_prior_score(
     let block = block_factor(&v, f, n);
     let unroll = if v.unroll >= 4 && m >= 8.0 { 1.01 } else { 1.0 };
     (base * ldg * block * unroll).clamp(1e-6, 1.0)
-}
-
-/// Traffic of one SpMM by `v` in DRAM-byte equivalents: A once per pass of
-/// column chunks (slab order: every pass from memory; else the chunks of a
-/// row run together and the re-reads count half), the X-row gathers (whole
-/// 32-byte sectors) split between L2 and DRAM by how much of the X working
-/// set fits in [`L2_X_BYTES`] (slab order: the slab's `cols chunk v` bytes;
-/// else all of X), L2 hits at [`L2_OVER_DRAM`] times the DRAM rate, and Y
-/// written once.
-fn traffic_bytes(v: &SpmmVariant, f: &Features, vs: f64, n: f64) -> f64 {
-    let chunk = f64::from(v.chunk().max(1)).min(n);
-    let passes = (n / chunk).ceil().max(1.0);
-    let a = f.nnz * (vs + 4.0);
-    let a_reads = if v.slab {
-        a * passes
-    } else {
-        a * (1.0 + 0.5 * (passes - 1.0))
-    };
-    let live_cols = if v.slab { chunk } else { n };
-    let working_set = (f.cols * live_cols * vs).max(1.0);
-    let hit = (L2_X_BYTES / working_set).min(1.0);
-    let sector_bytes = ((chunk * vs) / 32.0).ceil() * 32.0;
-    let gathers = f.nnz * passes * sector_bytes;
-    a_reads + gathers * (1.0 - hit) + gathers * hit / L2_OVER_DRAM + f.rows * n * vs
-}
-
-/// The traffic factor of a slab-order variant: the modelled traffic of a
-/// row-order kernel that reads A once (one pass over the whole width, all of
-/// X live) over the slab variant's own. Above 1 when X is too large for L2
-/// but a slab of it is not and the gathers saved outweigh A's re-reads.
-fn slab_traffic(v: &SpmmVariant, f: &Features, vs: f64, n: f64) -> f64 {
-    let one_pass = SpmmVariant {
-        slab: false,
-        group: 32,
-        vec: 4,
-        coarsen: (n / 128.0).ceil().clamp(1.0, 4.0) as u32,
-        ..*v
-    };
-    traffic_bytes(&one_pass, f, vs, n) / traffic_bytes(v, f, vs, n).max(1e-9)
 }
 
 /// Columns col-tile loads at once: `min(tile, 4)` from a row-major X

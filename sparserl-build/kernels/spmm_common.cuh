@@ -2,8 +2,7 @@
 //
 // Expects the generator to have defined, once per translation unit: T (float
 // or double), BLOCK, GROUP, VEC, COARSEN, TILE_K, ITEMS, UNROLL, SPMM_LDG
-// (0/1: X through the read-only cache), SPMM_SLAB (0/1: work items numbered
-// column chunk first, one slab of X columns at a time) and SPMM_LAYOUT (0 row-major, 1
+// (0/1: X through the read-only cache) and SPMM_LAYOUT (0 row-major, 1
 // column-major X and Y); and per entry: SPMM_N (0: width at run time, else
 // the compile-time width), SPMM_EPILOGUE (0 plain, 1 bias-relu) and ENTRY.
 // A test compiles every fragment on its own with these defines.
@@ -18,7 +17,7 @@
 
 #if !defined(T) || !defined(BLOCK) || !defined(GROUP) || !defined(VEC) || !defined(COARSEN) || \
     !defined(TILE_K) || !defined(ITEMS) || !defined(UNROLL) || !defined(SPMM_LDG) ||          \
-    !defined(SPMM_SLAB) || !defined(SPMM_LAYOUT)
+    !defined(SPMM_LAYOUT)
 #error "SparseRL SpMM fragment compiled without the generator's #defines"
 #endif
 
@@ -175,7 +174,7 @@ __device__ __forceinline__ V spmm_bcast(V v, int src, unsigned mask) {
     return G > 1 ? __shfl_sync(mask, v, src, G) : v;
 }
 
-// A step of a G-lane group (row-warp, nnz-split) covers SPMM_STEP nonzeros:
+// A step of a row-warp group covers SPMM_STEP nonzeros:
 // GROUP, or UNROLL when that is larger (each lane then holds SPMM_LPL =
 // UNROLL / GROUP (column, value) pairs), so UNROLL X rows can be in flight
 // per lane even in narrow groups.

@@ -3,17 +3,15 @@
 // A work item is one range of W = 32 * ITEMS consecutive nonzeros and one
 // chunk of GROUP * V * COARSEN columns; items are spread over streams of
 // GROUP lanes (32 / GROUP streams per warp: narrow widths keep every lane
-// busy) with a grid-stride loop (numbered range first, or with SPMM_SLAB
-// chunk first: one slab of X columns at a time), so a hub row of a power-law graph is
+// busy) with a grid-stride loop, so a hub row of a power-law graph is
 // shared by many streams instead of serialising one. The stream finds the
 // row of its first nonzero with a GROUP-way cooperative search (each lane
 // probes one point per round, a ballot narrows the window), then
-// walks the range SPMM_STEP nonzeros at a time (GROUP, or UNROLL when
-// larger): coalesced (column, value) loads, SPMM_LPL per lane, the next
-// step's issued before this step's gathers, broadcast by shuffles within
-// the stream, each lane accumulating its V x COARSEN columns (slice q at
-// q * GROUP * V + lane * V); UNROLL broadcast nonzeros have their X rows
-// loaded before any is accumulated (that many gathers in flight per lane). Row changes are
+// walks the range GROUP nonzeros at a time: one coalesced (column, value)
+// load per lane, broadcast by shuffles within the stream, each lane
+// accumulating its V x COARSEN columns (slice q at q * GROUP * V + lane * V);
+// min(UNROLL, GROUP) broadcast nonzeros have their X rows loaded before any
+// is accumulated (that many gathers in flight per lane). Row changes are
 // uniform across the stream. The range W does not depend
 // on GROUP, so which rows are split (and the passes) does not either. A
 // row that lies wholly inside
@@ -38,9 +36,8 @@
 
 #define SPMM_RANGE (32 * ITEMS)
 
-// Nonzeros whose X rows a stream loads before using any: UNROLL (at most
-// SPMM_STEP, which is at least UNROLL).
-#define SPMM_NS_PF (UNROLL < SPMM_STEP ? UNROLL : SPMM_STEP)
+// Nonzeros whose X rows a stream loads before using any: UNROLL, at most GROUP.
+#define SPMM_NS_PF (UNROLL < GROUP ? UNROLL : GROUP)
 
 // Whether row [s, e) (non-empty) is cut between ranges.
 __device__ __forceinline__ bool spmm_split_row(int s, int e) {
@@ -178,10 +175,9 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
     const long long stride = (long long)gridDim.x * (BLOCK / GROUP);
     // The loop condition and the walk are uniform across a stream (same w).
     for (long long w = tid / GROUP; w < work; w += stride) {
-        // Slab order: chunk first (one slab of X columns live at a time).
-        const int kb = (int)(SPMM_SLAB ? w % ranges : w / chunks) * SPMM_RANGE;
+        const int kb = (int)(w / chunks) * SPMM_RANGE;
         const int ke = nnz - kb < SPMM_RANGE ? nnz : kb + SPMM_RANGE;
-        const int col0 = (int)(SPMM_SLAB ? w / ranges : w % chunks) * CHUNK + (int)lane * V;
+        const int col0 = (int)(w % chunks) * CHUNK + (int)lane * V;
         int row = spmm_stream_row_of(indptr, rows, kb, lane, mask);
         int rs = indptr[row];
         int re = indptr[row + 1];
@@ -195,18 +191,13 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
                 blk[q][e] = (T)0;
             }
         }
-        // A block is SPMM_BLOCK_TERMS / SPMM_STEP steps (fewer at a row change).
+        // A block is SPMM_BLOCK_TERMS / GROUP steps (fewer at a row change).
         int steps = 0;
-        int mc[SPMM_LPL];
-        T mv[SPMM_LPL];
-        spmm_step_pairs(indices, values, kb, ke, (int)lane, mc, mv);
-        for (int base = kb; base < ke; base += SPMM_STEP) {
-            // The next step's pairs, loaded before this step's X rows (their
-            // latency overlaps the gathers instead of following them).
-            int nc[SPMM_LPL];
-            T nv[SPMM_LPL];
-            spmm_step_pairs(indices, values, base + SPMM_STEP, ke, (int)lane, nc, nv);
-            const int cnt = ke - base < SPMM_STEP ? ke - base : SPMM_STEP;
+        for (int base = kb; base < ke; base += GROUP) {
+            const int k = base + (int)lane;
+            const int mc = k < ke ? indices[k] : 0;
+            const T mv = k < ke ? values[k] : (T)0;
+            const int cnt = ke - base < GROUP ? ke - base : GROUP;
             // PF nonzeros at a time: their X rows are all loaded before any
             // is used (PF gathers in flight per lane), then accumulated in
             // order, with the row changes between them.
@@ -215,13 +206,9 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
                 T vv[SPMM_NS_PF];
 #pragma unroll
                 for (int u = 0; u < SPMM_NS_PF; ++u) {
-                    // SPMM_LPL > 1: PF == SPMM_STEP, so t0 == 0 and pair u is
-                    // register u / GROUP of lane u % GROUP; else register 0
-                    // of lane t0 + u < GROUP (PF divides GROUP, t0 < cnt <= GROUP).
-                    const int j = SPMM_LPL > 1 ? u / GROUP : 0;
-                    const int src = SPMM_LPL > 1 ? u % GROUP : t0 + u;
-                    const int cc = spmm_bcast<GROUP>(mc[j], src, mask);
-                    vv[u] = spmm_bcast<GROUP>(mv[j], src, mask);
+                    // t0 + u < GROUP: PF divides GROUP and t0 < cnt <= GROUP.
+                    const int cc = spmm_bcast<GROUP>(mc, t0 + u, mask);
+                    vv[u] = spmm_bcast<GROUP>(mv, t0 + u, mask);
                     if (t0 + u < cnt) {
                         spmm_ns_load<V>(xv[u], x, ldx, cc, col0, n);
                     }
@@ -246,14 +233,9 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
                     spmm_ns_acc<V>(blk, xv[u], vv[u], col0, n);
                 }
             }
-            if (++steps == SPMM_BLOCK_TERMS / SPMM_STEP) {
+            if (++steps == SPMM_BLOCK_TERMS / GROUP) {
                 spmm_blk_add<COARSEN, V>(acc, blk);
                 steps = 0;
-            }
-#pragma unroll
-            for (int j = 0; j < SPMM_LPL; ++j) {
-                mc[j] = nc[j];
-                mv[j] = nv[j];
             }
         }
         spmm_blk_add<COARSEN, V>(acc, blk);

@@ -2,9 +2,7 @@
 //
 // A work item is one row and one chunk of GROUP * V * COARSEN columns; the
 // items are spread over groups of GROUP lanes (several rows per warp when
-// GROUP < 32) with a grid-stride loop, numbered row first (the chunks of a
-// row side by side) or, with SPMM_SLAB, chunk first (the device sweeps one
-// slab of CHUNK columns of X at a time, a working set that can stay in L2). The group walks its row GROUP
+// GROUP < 32) with a grid-stride loop. The group walks its row GROUP
 // nonzeros at a time: each lane loads one (column, value) pair coalesced,
 // then the group broadcasts them with shuffles ("coalesced row caching"),
 // and every lane multiplies each into the V x COARSEN columns it owns:
@@ -175,9 +173,8 @@ __device__ __forceinline__ void spmm_row_warp(const int rows, const int n_rt,
     const long long stride = (long long)gridDim.x * (BLOCK / GROUP);
     // The loop condition is uniform across a group (same w).
     for (long long w = tid / GROUP; w < work; w += stride) {
-        // Slab order: chunk first (one slab of X columns live at a time).
-        const int row = (int)(SPMM_SLAB ? w % rows : w / chunks);
-        const int chunk = (int)(SPMM_SLAB ? w / rows : w % chunks);
+        const int row = (int)(w / chunks);
+        const int chunk = (int)(w % chunks);
         const int col0 = chunk * CHUNK + lane * V;
         if ((long long)(chunk + 1) * CHUNK <= n) {
             spmm_rw_item<EPI, V, true>(row, col0, n, indptr, indices, values, x, ldx, y, ldy,

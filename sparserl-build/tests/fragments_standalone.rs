@@ -66,16 +66,16 @@ fn compile_spmm_fragment(dir: &Path, name: &str) {
         text.contains("#include \"spmm_common.cuh\""),
         "{name} does not include what it uses"
     );
-    for (value, layout, vec, width, epilogue, slab) in [
-        ("float", 0, 4, 64, 0, 1),
-        ("double", 0, 2, 0, 1, 0),
-        ("float", 1, 1, 0, 1, 1),
-        ("double", 1, 1, 5, 0, 0),
+    for (value, layout, vec, width, epilogue) in [
+        ("float", 0, 4, 64, 0),
+        ("double", 0, 2, 0, 1),
+        ("float", 1, 1, 0, 1),
+        ("double", 1, 1, 5, 0),
     ] {
         let source = format!(
             "#define T {value}\n#define BLOCK 128\n#define GROUP 8\n#define VEC {vec}\n\
              #define COARSEN 2\n#define TILE_K 4\n#define ITEMS 4\n#define UNROLL 2\n\
-             #define SPMM_LDG 1\n#define SPMM_SLAB {slab}\n#define SPMM_LAYOUT {layout}\n#define SPMM_N {width}\n\
+             #define SPMM_LDG 1\n#define SPMM_LAYOUT {layout}\n#define SPMM_N {width}\n\
              #define SPMM_EPILOGUE {epilogue}\n#define ENTRY sparserl_fragment_test\n\
              #include \"{name}\"\n"
         );

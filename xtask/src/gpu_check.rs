@@ -105,7 +105,7 @@ pub struct Args {
     /// Widths N of the SpMM section's built-in part (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = sparserl_rt::spmm::check::CHECK_WIDTHS)]
     spmm_widths: Vec<usize>,
-    /// Only the SpMM variants whose id contains this text (e.g. `slab`: a
+    /// Only the SpMM variants whose id contains this text (e.g. `row-warp`: a
     /// check of new variants without the whole space), in the SpMM section
     /// and its sanitizer subset.
     #[arg(long, value_name = "TEXT")]

@@ -110,31 +110,3 @@ fn small_short_row_matrices_avoid_the_serial_range_walk() {
         assert_ne!(best.strategy, SpmmStrategy::NnzSplit, "n = {n}: {best}");
     }
 }
-
-#[test]
-fn slab_order_ranks_above_row_order_only_when_x_outgrows_l2() {
-    let slab = |f: &Features, n: usize| {
-        let ranked = spmm_prior(f, n, DenseLayout::RowMajor);
-        let pos = |s: bool| ranked.iter().position(|v| v.slab == s).unwrap();
-        pos(true) < pos(false)
-    };
-    // X of 1M rows x 32 f32 columns (128 MB) outgrows L2; a slab of 8 does not.
-    assert!(slab(&regular(), 32));
-    // 20k rows: all of X stays in L2, and slabs only re-read A.
-    let small = features(2e4, 16.0, 16.0, 16.0, 16.0);
-    assert!(!slab(&small, 64));
-}
-
-#[test]
-fn the_first_two_candidates_cover_both_orders() {
-    for f in [
-        regular(),
-        power_law(),
-        features(2e4, 16.0, 16.0, 16.0, 16.0),
-    ] {
-        for n in [16, 32, 64, 256] {
-            let r = spmm_prior(&f, n, DenseLayout::RowMajor);
-            assert_ne!(r[0].slab, r[1].slab, "n = {n}: {} {}", r[0], r[1]);
-        }
-    }
-}

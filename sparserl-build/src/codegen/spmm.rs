@@ -136,7 +136,6 @@ fn push_header(
         ("ITEMS", v.items.to_string()),
         ("UNROLL", v.unroll.to_string()),
         ("SPMM_LDG", u8::from(v.ldg_x).to_string()),
-        ("SPMM_SLAB", u8::from(v.slab).to_string()),
         (
             "SPMM_LAYOUT",
             match layout {

@@ -345,7 +345,6 @@ proptest::proptest! {
         items in 0u32..80,
         unroll in 0u32..5,
         ldg in proptest::bool::ANY,
-        slab in proptest::bool::ANY,
     ) {
         let v = SpmmVariant {
             strategy: SpmmStrategy::ALL[s],
@@ -357,7 +356,6 @@ proptest::proptest! {
             items,
             unroll: 1 << unroll,
             ldg_x: ldg,
-            slab,
         };
         match v.validate() {
             Ok(()) => proptest::prop_assert_eq!(SpmmVariant::parse(&v.id()), Ok(v.canonical())),
@@ -392,14 +390,8 @@ fn narrow_nnz_split_streams() {
     for n in WIDTHS {
         for layout in DenseLayout::ALL {
             for v in spmm_space(n, layout) {
-                if v.strategy == SpmmStrategy::NnzSplit && v.group < 32 && !v.slab {
+                if v.strategy == SpmmStrategy::NnzSplit && v.group < 32 {
                     assert!(n <= 64 && v.chunk() == (n.next_power_of_two().max(4)) as u32);
-                }
-                if v.slab {
-                    // Slabs: narrow chunks of whole float4 loads, more than one per width.
-                    assert_eq!(layout, DenseLayout::RowMajor);
-                    assert!(v.vec == 4 && [8, 16].contains(&v.chunk()), "{v}");
-                    assert!((v.chunk() as usize) < n.next_power_of_two(), "{v} n = {n}");
                 }
             }
         }

@@ -125,20 +125,12 @@ pub struct SpmmVariant {
     pub tile: u32,
     /// Nonzeros per lane of a warp range (nnz-split: 1..=64; others 1).
     pub items: u32,
-    /// Unroll factor of the nonzero loop (1, 2, 4, 8): row-warp and
-    /// nnz-split keep this many X rows in flight per lane (a step covers
-    /// `max(group, unroll)` nonzeros).
+    /// Unroll factor of the nonzero loop (1, 2, 4, 8): row-warp keeps this
+    /// many X rows in flight per lane (a step covers `max(group, unroll)`
+    /// nonzeros), nnz-split `min(unroll, group)`.
     pub unroll: u32,
     /// Load X through the read-only data cache (`__ldg`).
     pub ldg_x: bool,
-    /// Slab order (row-warp, nnz-split): work items are numbered column
-    /// chunk first, so the device works through one slab of `chunk()`
-    /// columns of X at a time (`cols chunk v` bytes, which can stay in L2
-    /// when the whole X cannot), at the price of reading A once per slab.
-    /// Off: the chunks of a row or range run side by side (A read about
-    /// once, all of X live at once).
-    #[serde(default)]
-    pub slab: bool,
 }
 
 /// The sizes a kernel sees: rows of A, columns of A (rows of X), nonzeros, width N.
@@ -220,7 +212,6 @@ impl SpmmVariant {
             items: 1,
             unroll: 1,
             ldg_x: true,
-            slab: false,
         };
         match strategy {
             SpmmStrategy::RowWarp => v,
@@ -252,7 +243,6 @@ impl SpmmVariant {
                 v.vec = 1;
                 v.coarsen = 1;
                 v.items = 1;
-                v.slab = false;
             }
         }
         v
@@ -307,7 +297,7 @@ impl SpmmVariant {
 
     /// A short stable identifier, e.g. `row-warp.b256.g8.v4.c2.u2.ldg`
     /// (nnz-split: `.g<group>` only when the group is not 32, so ids of
-    /// whole-warp streams read as they always did; `.slab` last in slab order).
+    /// whole-warp streams read as they always did).
     pub fn id(&self) -> String {
         let v = self.canonical();
         let mut s = format!("{}.b{}", v.strategy.as_str(), v.block);
@@ -326,9 +316,6 @@ impl SpmmVariant {
         s += &format!(".u{}", v.unroll);
         if v.ldg_x {
             s += ".ldg";
-        }
-        if v.slab {
-            s += ".slab";
         }
         s
     }
@@ -351,10 +338,6 @@ impl SpmmVariant {
         for p in parts {
             if p == "ldg" {
                 v.ldg_x = true;
-                continue;
-            }
-            if p == "slab" {
-                v.slab = true;
                 continue;
             }
             let (key, num) = p.split_at(p.chars().next().map_or(0, char::len_utf8));
@@ -549,39 +532,6 @@ fn nnz_split_points(np: u32, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
     }
 }
 
-/// Slab-order points (row-major X only: a slab of a column-major X is
-/// contiguous but its rows are strided): narrow chunks of 8 or 16 columns
-/// (whole 32-byte sectors of f32 rows, float4 loads), only when the width
-/// needs more than one chunk (else the order changes nothing): row-warp
-/// with 2 or 4 lanes per row, nnz-split with streams of 2 or 4 lanes over
-/// ranges of 128 or 512 nonzeros; X rows of 4 or 8 nonzeros in flight per
-/// lane (a step then covers more nonzeros than the group has lanes).
-fn slab_points(np: u32, out: &mut Vec<SpmmVariant>) {
-    for group in [2, 4] {
-        if group * 4 >= np {
-            continue;
-        }
-        for unroll in [4, 8] {
-            let base = SpmmVariant {
-                group,
-                vec: 4,
-                coarsen: 1,
-                unroll,
-                slab: true,
-                ..SpmmVariant::of(SpmmStrategy::RowWarp)
-            };
-            out.push(base);
-            for items in [4, 16] {
-                out.push(SpmmVariant {
-                    strategy: SpmmStrategy::NnzSplit,
-                    items,
-                    ..base
-                });
-            }
-        }
-    }
-}
-
 /// The SpMM design space for width `n_cols` and `layout`: every point
 /// valid for that layout, none whose column chunk is far wider than the
 /// width (lanes that would idle), in a fixed order.
@@ -594,9 +544,6 @@ pub fn spmm_space(n_cols: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
     };
     row_warp_points(np, layout, vecs, &mut out);
     nnz_split_points(np, vecs, &mut out);
-    if layout == DenseLayout::RowMajor {
-        slab_points(np, &mut out);
-    }
     // Col-tile: lanes over nonzeros, a register tile of columns.
     for group in [1, 4, 32] {
         for tile in [1, 2, 4, 8, 16] {
