@@ -90,7 +90,6 @@ pub fn spmm_prior_for(
 /// vector) lasts `lanes vec v / DRAM rate`: the critical path is scaled by
 /// their ratio (spmm-prior-5; prior-4 counted both alike, which ranked a
 /// warp per hub row first at wide widths with 2-column loads).
-
 ///
 /// Knobs: `__ldg` (x 1 / 0.97), block 256 (x 1, 128 / 512 x 0.99, else
 /// 0.98; 128 first when the launch is less than one wave), unroll 4 on rows

@@ -7,7 +7,7 @@
 //! value = "f32"
 //! dense = "row-major"
 //! descriptor = "<fingerprint of the declaration and its sample bytes>"
-//! generator = "<generator fingerprint>"
+//! generator = "<SpMM generator fingerprint: codegen::spmm::spmm_generator_fingerprint>"
 //! gpu = "NVIDIA H200"
 //! candidates = 61
 //!

@@ -150,7 +150,7 @@ fn a_fresh_lock_entry_is_used_and_a_bad_one_is_an_error() {
         value: sparserl_rt::ValueType::F32,
         dense: DenseLayout::RowMajor,
         descriptor: fp,
-        generator: sparserl_build::codegen::generator_fingerprint(),
+        generator: sparserl_build::codegen::spmm::spmm_generator_fingerprint(),
         gpu: "test GPU".into(),
         candidates: 12,
         width: vec![locked(32, row_warp), locked(64, &nnz)],
@@ -163,6 +163,23 @@ fn a_fresh_lock_entry_is_used_and_a_bad_one_is_an_error() {
     assert_eq!(e.widths[1].variant.id(), nnz);
     assert_eq!(e.widths[1].measured_gbs, Some(900.0));
     assert_eq!(e.tuned_on.as_deref(), Some("test GPU"));
+
+    // An entry tagged with another generator (here the SpMV one, which SpMM
+    // kernel changes leave alone) is stale: the prior decides.
+    let text = fs::read_to_string(dir.join(sparserl_build::LOCK_FILE)).unwrap();
+    let spmm_fp = sparserl_build::codegen::spmm::spmm_generator_fingerprint();
+    let spmv_fp = sparserl_build::codegen::generator_fingerprint();
+    fs::write(
+        dir.join(sparserl_build::LOCK_FILE),
+        text.replace(&spmm_fp, &spmv_fp),
+    )
+    .unwrap();
+    let r = builder(&dir, &out, &cache).try_run().unwrap();
+    assert_eq!(
+        r.spmm_kernels[0].entry.provenance,
+        sparserl_rt::Provenance::Policy
+    );
+    lock.write(&dir).unwrap();
 
     // Declared widths no longer match the entry: stale, the prior decides.
     write_crate(&dir, &SPMM.replace("[64, 32]", "[32, 64, 128]"));

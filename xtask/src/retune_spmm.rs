@@ -3,7 +3,7 @@
 
 use anyhow::{Result, anyhow};
 use sparserl_build::builder::descriptor_fingerprint;
-use sparserl_build::codegen::generator_fingerprint;
+use sparserl_build::codegen::spmm::spmm_generator_fingerprint;
 use sparserl_build::descriptor::{Descriptor, SpmmDecl};
 use sparserl_build::lock_spmm::{SpmmLockEntry, SpmmLockWidth};
 use sparserl_build::search::spmm::SpmmSearchConfig;
@@ -25,7 +25,7 @@ pub fn state(lock: Option<&LockFile>, desc: &Descriptor, index: usize) -> Result
             if l.fresh_spmm(
                 &decl.name,
                 &fp,
-                &generator_fingerprint(),
+                &spmm_generator_fingerprint(),
                 &s.columns,
                 s.dense,
             )
@@ -93,7 +93,7 @@ pub fn retune(
         value: decl.value,
         dense: s.dense,
         descriptor: descriptor_fingerprint(desc, index)?,
-        generator: generator_fingerprint(),
+        generator: spmm_generator_fingerprint(),
         gpu: tuner.name(),
         candidates: out.widths.iter().map(|w| w.candidates as u32).sum(),
         width,

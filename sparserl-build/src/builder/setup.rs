@@ -5,7 +5,6 @@
 use super::messages::Log;
 use super::{BuildError, Builder, ENV_BUDGET, ENV_MODE, Mode, Output, env_var, spmm};
 use crate::cache::Cache;
-use crate::codegen::generator_fingerprint;
 use crate::descriptor::{Descriptor, read_descriptor};
 use crate::emit::KERNEL_DIR;
 use crate::gpu::GpuTuner;
@@ -258,7 +257,8 @@ fn target_archs(desc: &Descriptor, gpu: Option<&GpuTuner>) -> Vec<String> {
 fn anything_to_measure(desc: &Descriptor, lock: Option<&LockFile>, generator: &str) -> bool {
     desc.kernels.iter().enumerate().any(|(i, k)| {
         if k.spmm.is_some() {
-            return spmm::fresh_entry(lock, desc, i, &generator_fingerprint()).is_none();
+            let spmm_generator = crate::codegen::spmm::spmm_generator_fingerprint();
+            return spmm::fresh_entry(lock, desc, i, &spmm_generator).is_none();
         }
         let fp = super::descriptor_fingerprint(desc, i).unwrap_or_default();
         lock.is_none_or(|l| l.fresh(&k.name, &fp, generator).is_none())

@@ -64,7 +64,9 @@ impl Builder {
             .kernels
             .get(index)
             .ok_or(BuildError::NoSuchKernel(index))?;
-        let generator = crate::codegen::generator_fingerprint();
+        // SpMM entries are tied to the SpMM generator (its fragments, codegen
+        // and the runtime's SpMM modules), not to the SpMV one.
+        let generator = crate::codegen::spmm::spmm_generator_fingerprint();
         let descriptor_fp = super::descriptor_fingerprint(b.desc, index)?;
         let locked = fresh_entry(b.lock, b.desc, index, &generator);
         if locked.is_none() && b.lock.is_some_and(|l| l.has_entry(&decl.name)) {
