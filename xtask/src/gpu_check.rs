@@ -676,7 +676,7 @@ fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
         gpu,
         matrices,
         &args.spmm_widths,
-        &args.spmm_keep(),
+        (&args.spmm_keep(), args.spmm_variants.as_deref()),
         &args.out,
     )?;
     section_only(args, "--spmm-only", "SpMM", s.passed, s.failed)
@@ -917,7 +917,7 @@ pub fn run(args: Args) -> Result<()> {
             &gpu,
             &matrices,
             &args.spmm_widths,
-            &args.spmm_keep(),
+            (&args.spmm_keep(), args.spmm_variants.as_deref()),
             &args.out,
         )?)
     } else {

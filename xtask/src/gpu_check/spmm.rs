@@ -60,6 +60,8 @@ pub(super) struct SpmmSection {
     pub(super) failures: Vec<String>,
     /// Seconds.
     pub(super) seconds: f64,
+    /// `--spmm-variants`: only variants whose id contains this text.
+    pub(super) variants: Option<String>,
 }
 
 impl SpmmSection {
@@ -77,8 +79,11 @@ impl SpmmSection {
     }
 
     fn markdown(&self) -> String {
+        let only = self.variants.as_ref().map_or(String::new(), |t| {
+            format!("Only the variants whose id contains `{t}` (`--spmm-variants`).\n\n")
+        });
         let mut s = format!(
-            "# SpMM check\n\n{} / {} checks passed (built-in edge cases and synthetic families \
+            "# SpMM check\n\n{only}{} / {} checks passed (built-in edge cases and synthetic families \
              at N = {:?}; {} real matrices of at most {} nonzeros at N = {:?}; every variant of spmm_space, both \
              layouts and value types, tuned-width and generic entries, plain and bias-relu, each \
              on a NaN-poisoned Y with beta = 0 and on alpha = -0.75, beta = 1.5, against float64 \
@@ -257,19 +262,21 @@ fn write_section(s: &SpmmSection, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The whole SpMM section at the built-in `widths` (e.g. `CHECK_WIDTHS`);
-/// writes `spmm-check.json` / `.md` into `out`.
+/// The whole SpMM section at the built-in `widths` (e.g. `CHECK_WIDTHS`),
+/// the variants `keep` accepts (`only`: the `--spmm-variants` text, for the
+/// report); writes `spmm-check.json` / `.md` into `out`.
 pub(super) fn run(
     gpu: &Gpu,
     matrices: &[TestMatrix],
     widths: &[usize],
-    keep: Keep<'_>,
+    (keep, only): (Keep<'_>, Option<&str>),
     out: &Path,
 ) -> Result<SpmmSection> {
     let t0 = Instant::now();
     let mut s = SpmmSection {
         real_widths: REAL_WIDTHS.to_vec(),
         real_max_nnz: REAL_MAX_NNZ,
+        variants: only.map(str::to_string),
         ..SpmmSection::default()
     };
     println!("spmm check: every variant at N = {widths:?} on the built-in matrices ...");
