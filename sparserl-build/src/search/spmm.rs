@@ -8,10 +8,12 @@
 //!
 //! Per width, with that width's share of the budget (the budget divided by
 //! the widths left, so time a cheap width does not use goes to the next):
-//! 1. Exploration: candidates in the given order (the prior's ranking of the
-//!    whole space), each measured once on every sample, until the width's
-//!    exploration budget (its share less [`FINALIST_RESERVE`]) or
-//!    [`SpmmSearchConfig::max_candidates`] is spent. A variant whose check
+//! 1. Exploration ([`explore_width`]): candidates in the given order (the
+//!    prior's ranking of the whole space) for half of the width's
+//!    exploration budget (its share less [`FINALIST_RESERVE`]), then a climb
+//!    over the single-knob [`neighbors`] of the best measured so far, then
+//!    the given order again, each measured once on every sample, until that
+//!    budget or [`SpmmSearchConfig::max_candidates`] is spent. A variant whose check
 //!    fails on any sample (wrong result, launch error, untimed: see
 //!    [`failure`]) is rejected for good with its reason.
 //! 2. Finalists: the best `finalists` are re-measured in up to `rounds`
@@ -82,7 +84,7 @@ pub struct SpmmTrial {
     pub variant: SpmmVariant,
     /// Dense width N.
     pub n: usize,
-    /// Phase: `explore`, `final`, `verify`.
+    /// Phase: `explore`, `climb`, `final`, `verify`.
     pub phase: String,
     /// Geometric mean GB/s over samples (0 when it failed).
     pub gbs: f64,
@@ -239,23 +241,7 @@ fn search_width(
     led: &mut Ledger<'_>,
 ) -> Result<SpmmWidthOutcome, SearchError> {
     let explore = budget * (1.0 - FINALIST_RESERVE);
-    let mut stopped = String::from("space exhausted");
-    for v in list {
-        if led.seen.iter().any(|(s, _)| s == v) {
-            continue;
-        }
-        if led.spent >= explore {
-            stopped = "budget spent".into();
-            break;
-        }
-        if led.seen.len() >= cfg.max_candidates {
-            stopped = format!("{} candidates measured", cfg.max_candidates);
-            break;
-        }
-        // The first candidate is always measured: every width gets a
-        // measured, checked winner however small its share.
-        led.measure(source, v, "explore", cfg.reps)?;
-    }
+    let stopped = explore_width(list, source, cfg, explore, led)?;
     let ranked = led.ranked();
     if ranked.is_empty() {
         return Err(SearchError::NoCorrectVariant(led.seen.len()));
@@ -290,6 +276,90 @@ fn search_width(
         }
     }
     Err(SearchError::NoCorrectVariant(led.seen.len()))
+}
+
+/// Share of the exploration budget spent on the prior's order before the
+/// climb starts from the best variant measured so far.
+const PRIOR_SHARE: f64 = 0.5;
+
+/// Exploration of one width within `explore` seconds; why it stopped.
+/// 1. The prior's order until [`PRIOR_SHARE`] of the budget is spent (the
+///    first candidate always: every width gets a measured, checked winner
+///    however small its share).
+/// 2. Climb: the untried [`neighbors`] of the best variant measured so far,
+///    in the prior's order; a better one becomes the best, whose neighbours
+///    come next. A prior that ranks a family right but a knob wrong (items,
+///    unroll, vector width) is corrected within a few measurements.
+/// 3. Once the best has no untried neighbour, the prior's order again.
+fn explore_width(
+    list: &[SpmmVariant],
+    source: &mut dyn SpmmSource,
+    cfg: &SpmmSearchConfig,
+    explore: f64,
+    led: &mut Ledger<'_>,
+) -> Result<String, SearchError> {
+    let full = |led: &Ledger<'_>| {
+        if led.seen.len() >= cfg.max_candidates {
+            Some(format!("{} candidates measured", cfg.max_candidates))
+        } else if led.spent >= explore {
+            Some("budget spent".to_string())
+        } else {
+            None
+        }
+    };
+    let untried = |led: &Ledger<'_>, v: &SpmmVariant| !led.seen.iter().any(|(s, _)| s == v);
+    let mut next_prior = 0;
+    loop {
+        let climbing = !led.seen.is_empty() && led.spent >= explore * PRIOR_SHARE;
+        let best = led.ranked().first().map(|r| r.0);
+        let climb = best
+            .filter(|_| climbing)
+            .and_then(|b| neighbors(&b, list).into_iter().find(|v| untried(led, v)));
+        let (v, phase) = match climb {
+            Some(v) => (v, "climb"),
+            None => {
+                while next_prior < list.len() && !untried(led, &list[next_prior]) {
+                    next_prior += 1;
+                }
+                match list.get(next_prior) {
+                    Some(v) => (*v, "explore"),
+                    None => return Ok("space exhausted".into()),
+                }
+            }
+        };
+        if !led.seen.is_empty()
+            && let Some(why) = full(led)
+        {
+            return Ok(why);
+        }
+        led.measure(source, &v, phase, cfg.reps)?;
+    }
+}
+
+/// The variants of `list` that differ from `v` in one knob (same strategy:
+/// block, group, vector width, coarsening, tile, items, unroll or the load
+/// path), in `list`'s order.
+pub fn neighbors(v: &SpmmVariant, list: &[SpmmVariant]) -> Vec<SpmmVariant> {
+    let v = v.canonical();
+    let knobs = |u: &SpmmVariant| {
+        let u = u.canonical();
+        [
+            u.block,
+            u.group,
+            u.vec,
+            u.coarsen,
+            u.tile,
+            u.items,
+            u.unroll,
+            u32::from(u.ldg_x),
+        ]
+    };
+    let mine = knobs(&v);
+    list.iter()
+        .filter(|u| u.strategy == v.strategy)
+        .filter(|u| knobs(u).iter().zip(&mine).filter(|(a, b)| a != b).count() == 1)
+        .copied()
+        .collect()
 }
 
 /// Per finalist still in: (index into `finalists`, median, relative

@@ -171,7 +171,7 @@ fn the_budget_is_shared_by_the_widths_and_respected() {
         let explore: f64 = out
             .trials
             .iter()
-            .filter(|t| t.n == w.n && t.phase == "explore")
+            .filter(|t| t.n == w.n && (t.phase == "explore" || t.phase == "climb"))
             .map(|t| t.seconds)
             .sum();
         assert!(
@@ -265,4 +265,60 @@ fn a_finalist_failing_late_is_replaced() {
             .iter()
             .any(|(v, why)| *v == best && why.starts_with("final"))
     );
+}
+
+#[test]
+fn neighbors_differ_in_one_knob_within_the_list() {
+    let list = spmm_space(64, DenseLayout::RowMajor);
+    let v = list[0];
+    let ns = neighbors(&v, &list);
+    assert!(!ns.is_empty());
+    for u in &ns {
+        assert!(
+            list.contains(u) && *u != v && u.strategy == v.strategy,
+            "{u}"
+        );
+    }
+    // Order kept: the list's.
+    let pos: Vec<usize> = ns
+        .iter()
+        .map(|u| list.iter().position(|x| x == u).unwrap())
+        .collect();
+    assert!(pos.windows(2).all(|w| w[0] < w[1]));
+    assert!(neighbors(&v, &[]).is_empty());
+}
+
+#[test]
+fn the_climb_fixes_a_knob_the_prior_ranked_wrong() {
+    // The prior ranks the right family first but the best variant last:
+    // measuring its order alone would need the whole space.
+    let n = 64;
+    let best = best_of_space(n, |_, _| false);
+    let mut list: Vec<SpmmVariant> = spmm_space(n, DenseLayout::RowMajor)
+        .into_iter()
+        .filter(|v| *v != best)
+        .collect();
+    let first = list
+        .iter()
+        .position(|v| neighbors(v, &[best]).len() == 1)
+        .unwrap();
+    let start = list.remove(first);
+    list.insert(0, start);
+    list.push(best);
+    let mut f = fake(|_, _| false, 0.0, 1.0);
+    let cfg = SpmmSearchConfig {
+        // About 40 measurements of exploration.
+        budget_seconds: 48.0,
+        ..SpmmSearchConfig::default()
+    };
+    let out = search_spmm(&[(n, list.clone())], &mut f, &cfg).unwrap();
+    let w = &out.widths[0];
+    assert_eq!(w.winner, best, "{:?}", w.stopped);
+    assert!(
+        w.candidates < list.len() / 2,
+        "{} of {}",
+        w.candidates,
+        list.len()
+    );
+    assert!(out.trials.iter().any(|t| t.phase == "climb"));
 }
