@@ -11,15 +11,28 @@
 //! - **ours**: the winner of the product's measured SpMM search at the
 //!   case's width ([`search`]: `search_spmm` over the SpMM prior's ranking,
 //!   budget `--budget-large` / `--budget-real`), launched through the
-//!   product's `SpmmKernel` API ([`ours`]); the prior's first pick beside it,
+//!   product's `SpmmKernel` API ([`ours`]), checked and re-timed [`RETIMES`]
+//!   times (the median reported); the prior's first pick beside it,
 //!   and with `--sweep` the best of the whole space and the untuned fallback;
 //! - **cuSPARSE**: `cusparseSpMM` with every CSR algorithm, preprocessed,
-//!   the fastest correct one kept (an algorithm cuSPARSE refuses for the
-//!   layout or value type is recorded as skipped);
+//!   the fastest correct one kept and re-timed like ours (an algorithm
+//!   cuSPARSE refuses for the layout or value type is recorded as skipped);
 //! - **floor**: `floor.cu`, the traffic of the X-row gathers in CSR order.
 //!
 //! Writes `<stem>.json` and `<stem>.md` after every matrix (marked partial)
 //! and `<stem>.svg` at the end.
+
+/// Fresh re-times of ours' winner and of cuSPARSE's fastest algorithm
+/// (each a median over `--reps`); the report keeps the median of them, so
+/// one slow window (clocks, a neighbour) does not decide a small case.
+pub const RETIMES: u32 = 3;
+
+/// Median of `xs` (the lower middle one for an even count); `None` when empty.
+pub fn median_of(xs: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len().saturating_sub(1) / 2).copied()
+}
 
 pub mod args;
 pub mod check;
@@ -141,8 +154,11 @@ fn run_case<T: Scalar>(ctx: &Ctx, c: &Case) -> Result<Row> {
             row.notes.extend(cs.notes().iter().cloned());
             row.cusparse_algs = algs;
             match best {
-                Some((alg, us)) => {
-                    row.cusparse_us = Some(us);
+                Some((alg, _)) => {
+                    // The fastest algorithm re-timed like ours' winner.
+                    let (times, us) = vendor::retime_alg(&mut cs, alg, ctx.reps)?;
+                    row.cusparse_retimes_us = times;
+                    row.cusparse_us = us;
                     row.cusparse_alg = Some(alg.name().to_string());
                 }
                 None => row.cusparse_error = Some(alg_errors(&row)),
@@ -551,5 +567,25 @@ mod tests {
         assert_eq!(compulsory_bytes(&a, 1, ValueType::F64), 2 * 12 + 16 + 5 * 8);
         assert_eq!(copies(10, 100), 8);
         assert_eq!(copies(1000, 100), 1);
+    }
+
+    #[test]
+    fn re_times_are_summarised_by_their_median() {
+        // One slow window among three does not decide the case.
+        assert_eq!(median_of(&[2.8, 8.0, 2.9]), Some(2.9));
+        assert_eq!(median_of(&[3.0, 1.0]), Some(1.0));
+        assert_eq!(median_of(&[f64::NAN, 4.0]), Some(4.0));
+        assert_eq!(median_of(&[]), None);
+    }
+
+    #[test]
+    fn reports_without_re_times_still_read() {
+        // A row as reports before the re-times wrote it.
+        let mut v = serde_json::to_value(Row::default()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("ours_retimes_us");
+        o.remove("cusparse_retimes_us");
+        let back: Row = serde_json::from_value(v).unwrap();
+        assert!(back.ours_retimes_us.is_empty() && back.cusparse_retimes_us.is_empty());
     }
 }

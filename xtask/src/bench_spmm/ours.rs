@@ -200,10 +200,15 @@ impl Ours {
         format!(
             "ours = the product's measured SpMM search (sparserl-build's search_spmm over the \
              SpMM prior's ranking of spmm_space(n, layout) at the case's width, default \
-             settings, budget {} s per large case and {} s per real case; the winner re-timed); \
+             settings, budget {} s per large case and {} s per real case; the winner checked and re-timed {} times, \
+             their median reported, as is cuSPARSE's fastest algorithm); \
              prior = the prior's first variant; best of space (with --sweep) = every variant \
              checked, timed {} times, the {} fastest re-timed",
-            self.budget.0, self.budget.1, self.sweep_reps, self.finalists
+            self.budget.0,
+            self.budget.1,
+            super::RETIMES,
+            self.sweep_reps,
+            self.finalists
         )
     }
 }

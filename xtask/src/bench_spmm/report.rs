@@ -69,6 +69,10 @@ pub struct Row {
     pub ours_gbs: Option<f64>,
     /// The variant behind `ours_us`.
     pub ours_variant: Option<String>,
+    /// Each fresh re-time of that variant (a median over `--reps` each),
+    /// microseconds: `ours_us` is their median (empty in reports that predate it).
+    #[serde(default)]
+    pub ours_retimes_us: Vec<f64>,
     /// How `ours_variant` was chosen (`search`, `policy`, `prior`, ...).
     pub ours_source: Option<String>,
     /// Largest per-row relative error of ours.
@@ -103,6 +107,10 @@ pub struct Row {
     pub cusparse_gbs: Option<f64>,
     /// That algorithm.
     pub cusparse_alg: Option<String>,
+    /// Each fresh re-time of that algorithm, microseconds: `cusparse_us` is
+    /// their median (empty in reports that predate it).
+    #[serde(default)]
+    pub cusparse_retimes_us: Vec<f64>,
     /// Every cuSPARSE algorithm tried.
     pub cusparse_algs: Vec<AlgResult>,
     /// Why no cuSPARSE algorithm has a time, if none has.

@@ -163,7 +163,7 @@ pub(super) fn run<T: Scalar>(
     row.search_candidates = Some(w.candidates);
     row.search_stopped = Some(w.stopped.clone());
     row.search_trials = log;
-    let r = CaseSource {
+    let mut again = CaseSource {
         gpu,
         list,
         inp,
@@ -171,14 +171,23 @@ pub(super) fn run<T: Scalar>(
         checker: src.checker,
         bytes: row.bytes,
         log: Vec::new(),
-    }
-    .sample(&w.winner, inp.reps)?;
+    };
     row.ours_variant = Some(w.winner.id());
     row.ours_source = Some("search".into());
-    row.ours_max_row_rel_err = Some(r.rel_err).filter(|e| e.is_finite());
-    match r.error {
-        None => row.ours_us = Some(r.median_us),
-        Some(e) => row.ours_error = Some(format!("the winner failed its re-check: {e}")),
+    // Checked and timed afresh RETIMES times; the median is reported.
+    for _ in 0..super::RETIMES {
+        let r = again.sample(&w.winner, inp.reps)?;
+        if r.rel_err.is_finite() {
+            let worst = row.ours_max_row_rel_err.unwrap_or(0.0).max(r.rel_err);
+            row.ours_max_row_rel_err = Some(worst);
+        }
+        if let Some(e) = r.error {
+            row.ours_error = Some(format!("the winner failed its re-check: {e}"));
+            row.ours_retimes_us.clear();
+            return Ok(());
+        }
+        row.ours_retimes_us.push(r.median_us);
     }
+    row.ours_us = super::median_of(&row.ours_retimes_us);
     Ok(())
 }

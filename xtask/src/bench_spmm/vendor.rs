@@ -94,6 +94,23 @@ fn try_alg<T: Scalar>(
     Ok(res)
 }
 
+/// Re-times `alg` [`super::RETIMES`] times: each median in microseconds
+/// (`None` where a re-time gave no sample) and the median of those.
+pub fn retime_alg<T: Scalar>(
+    cs: &mut CusparseSpmm<'_, T>,
+    alg: SpmmAlg,
+    reps: u32,
+) -> Result<(Vec<f64>, Option<f64>)> {
+    let mut times = Vec::new();
+    for _ in 0..super::RETIMES {
+        if let Some(us) = time_alg(cs, alg, reps, 1.0)? {
+            times.push(us);
+        }
+    }
+    let median = super::median_of(&times);
+    Ok((times, median))
+}
+
 /// Every algorithm's outcome, and the fastest correct one with its median
 /// microseconds.
 pub type Best = (Vec<AlgResult>, Option<(SpmmAlg, f64)>);
