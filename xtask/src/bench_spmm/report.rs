@@ -36,6 +36,10 @@ pub struct OursResult {
     pub median_us: Option<f64>,
     /// Why it failed.
     pub error: Option<String>,
+    /// The search phase that measured it (`explore`, `climb`, `final`,
+    /// `verify`; none in the sweep and in reports that predate it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
 }
 
 /// One matrix, value type, layout and width `n`.

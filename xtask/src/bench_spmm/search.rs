@@ -107,6 +107,7 @@ impl<T: Scalar> SpmmSource for CaseSource<'_, T> {
             max_row_rel_err: Some(r.rel_err).filter(|e| e.is_finite()),
             median_us: Some(r.median_us).filter(|u| u.is_finite()),
             error: r.error.clone(),
+            phase: None,
         });
         Ok((vec![r], t.elapsed().as_secs_f64()))
     }
@@ -139,7 +140,13 @@ pub(super) fn run<T: Scalar>(
         log: Vec::new(),
     };
     let outcome = search_spmm(&[(inp.n, order)], &mut src, &cfg);
-    let log = std::mem::take(&mut src.log);
+    let mut log = std::mem::take(&mut src.log);
+    if let Ok(o) = &outcome {
+        // One trial per measurement, in the same order as the log.
+        for (r, t) in log.iter_mut().zip(&o.trials) {
+            r.phase = Some(t.phase.clone());
+        }
+    }
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
