@@ -115,17 +115,6 @@ pub struct Args {
     ptx_dir: Option<PathBuf>,
 }
 
-impl Args {
-    /// Which SpMM variants the SpMM section checks (`--spmm-variants`).
-    fn spmm_keep(&self) -> impl Fn(&sparserl_rt::spmm::SpmmVariant) -> bool + '_ {
-        move |v| {
-            self.spmm_variants
-                .as_deref()
-                .is_none_or(|t| v.id().contains(t))
-        }
-    }
-}
-
 /// The compute-sanitizer tools run over every variant on the edge cases:
 /// out-of-bounds and misaligned accesses, shared-memory races, reads of
 /// uninitialised device memory.
@@ -676,7 +665,7 @@ fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
         gpu,
         matrices,
         &args.spmm_widths,
-        (&args.spmm_keep(), args.spmm_variants.as_deref()),
+        args.spmm_variants.as_deref(),
         &args.out,
     )?;
     section_only(args, "--spmm-only", "SpMM", s.passed, s.failed)
@@ -917,7 +906,7 @@ pub fn run(args: Args) -> Result<()> {
             &gpu,
             &matrices,
             &args.spmm_widths,
-            (&args.spmm_keep(), args.spmm_variants.as_deref()),
+            args.spmm_variants.as_deref(),
             &args.out,
         )?)
     } else {

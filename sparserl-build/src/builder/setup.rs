@@ -257,8 +257,7 @@ fn target_archs(desc: &Descriptor, gpu: Option<&GpuTuner>) -> Vec<String> {
 fn anything_to_measure(desc: &Descriptor, lock: Option<&LockFile>, generator: &str) -> bool {
     desc.kernels.iter().enumerate().any(|(i, k)| {
         if k.spmm.is_some() {
-            let spmm_generator = crate::codegen::spmm::spmm_generator_fingerprint();
-            return spmm::fresh_entry(lock, desc, i, &spmm_generator).is_none();
+            return spmm::fresh_entry(lock, desc, i).is_none();
         }
         let fp = super::descriptor_fingerprint(desc, i).unwrap_or_default();
         lock.is_none_or(|l| l.fresh(&k.name, &fp, generator).is_none())

@@ -37,17 +37,19 @@ pub(super) struct SpmmBuild<'a> {
     pub(super) log: &'a super::messages::Log,
 }
 
-/// The fresh lock entry of SpMM kernel `index`, if any.
+/// The fresh lock entry of SpMM kernel `index`, if any: same declaration,
+/// samples, widths and layout, tuned with the current SpMM generator (its
+/// fragments, codegen and the runtime's SpMM modules, not the SpMV one).
 pub(super) fn fresh_entry<'l>(
     lock: Option<&'l LockFile>,
     desc: &Descriptor,
     index: usize,
-    generator: &str,
 ) -> Option<&'l SpmmLockEntry> {
     let decl = desc.kernels.get(index)?;
     let s = decl.spmm.as_ref()?;
     let fp = super::descriptor_fingerprint(desc, index).ok()?;
-    lock?.fresh_spmm(&decl.name, &fp, generator, &s.columns, s.dense)
+    let generator = crate::codegen::spmm::spmm_generator_fingerprint();
+    lock?.fresh_spmm(&decl.name, &fp, &generator, &s.columns, s.dense)
 }
 
 impl Builder {
@@ -64,11 +66,9 @@ impl Builder {
             .kernels
             .get(index)
             .ok_or(BuildError::NoSuchKernel(index))?;
-        // SpMM entries are tied to the SpMM generator (its fragments, codegen
-        // and the runtime's SpMM modules), not to the SpMV one.
         let generator = crate::codegen::spmm::spmm_generator_fingerprint();
         let descriptor_fp = super::descriptor_fingerprint(b.desc, index)?;
-        let locked = fresh_entry(b.lock, b.desc, index, &generator);
+        let locked = fresh_entry(b.lock, b.desc, index);
         if locked.is_none() && b.lock.is_some_and(|l| l.has_entry(&decl.name)) {
             b.log.warn(&format!(
                 "lock entry for `{}` is stale (descriptor, widths, layout, samples or generator changed); run `cargo xtask retune`",

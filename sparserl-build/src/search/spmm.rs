@@ -311,10 +311,12 @@ fn explore_width(
     let mut next_prior = 0;
     loop {
         let climbing = !led.seen.is_empty() && led.spent >= explore * PRIOR_SHARE;
-        let best = led.ranked().first().map(|r| r.0);
-        let climb = best
-            .filter(|_| climbing)
-            .and_then(|b| neighbors(&b, list).into_iter().find(|v| untried(led, v)));
+        let climb = if climbing {
+            let best = led.ranked().first().map(|r| r.0);
+            best.and_then(|b| neighbors(&b, list).into_iter().find(|v| untried(led, v)))
+        } else {
+            None
+        };
         let (v, phase) = match climb {
             Some(v) => (v, "climb"),
             None => {

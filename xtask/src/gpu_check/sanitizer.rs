@@ -247,7 +247,7 @@ pub(super) fn sanitizer_pass(args: &Args) -> Result<()> {
         return Ok(());
     }
     if args.spmm_only {
-        let (passed, failed) = super::spmm::sanitizer_subset(&gpu, &args.spmm_keep())?;
+        let (passed, failed) = super::spmm::sanitizer_subset(&gpu, args.spmm_variants.as_deref())?;
         println!("sanitizer pass: spmm {passed} checks passed, {failed} failed");
         println!(
             "{PASS_DONE}: {} launches, {failed} wrong results, 0 launch errors, 0 kernels not compiled",
@@ -279,7 +279,7 @@ pub(super) fn sanitizer_pass(args: &Args) -> Result<()> {
     let (spmm_passed, spmm_failed) = if args.no_spmm {
         (0, 0)
     } else {
-        super::spmm::sanitizer_subset(&gpu, &args.spmm_keep())?
+        super::spmm::sanitizer_subset(&gpu, args.spmm_variants.as_deref())?
     };
     println!("sanitizer pass: spmm {spmm_passed} checks passed, {spmm_failed} failed");
     println!(

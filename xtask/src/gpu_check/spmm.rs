@@ -106,8 +106,14 @@ impl SpmmSection {
 /// The compiled units of the real-matrix part: `(variant, layout, width) -> PTX`.
 type Units = Vec<((SpmmVariant, DenseLayout, usize), Result<String, String>)>;
 
-/// Which variants a check covers.
-pub(super) type Keep<'a> = &'a dyn Fn(&SpmmVariant) -> bool;
+/// Which variants a check covers: those whose id contains the
+/// `--spmm-variants` text, or all.
+type Keep<'a> = &'a dyn Fn(&SpmmVariant) -> bool;
+
+/// The [`Keep`] of `--spmm-variants` (`None`: every variant).
+fn keeps(only: Option<&str>) -> impl Fn(&SpmmVariant) -> bool + '_ {
+    move |v| only.is_none_or(|t| v.id().contains(t))
+}
 
 /// Generates and compiles every unit of `value` at `widths` that `keep`
 /// accepts, on all cores.
@@ -263,15 +269,16 @@ fn write_section(s: &SpmmSection, out: &Path) -> Result<()> {
 }
 
 /// The whole SpMM section at the built-in `widths` (e.g. `CHECK_WIDTHS`),
-/// the variants `keep` accepts (`only`: the `--spmm-variants` text, for the
-/// report); writes `spmm-check.json` / `.md` into `out`.
+/// the variants whose id contains `only` (`--spmm-variants`; `None`: all);
+/// writes `spmm-check.json` / `.md` into `out`.
 pub(super) fn run(
     gpu: &Gpu,
     matrices: &[TestMatrix],
     widths: &[usize],
-    (keep, only): (Keep<'_>, Option<&str>),
+    only: Option<&str>,
     out: &Path,
 ) -> Result<SpmmSection> {
+    let keep = &keeps(only);
     let t0 = Instant::now();
     let mut s = SpmmSection {
         real_widths: REAL_WIDTHS.to_vec(),
@@ -316,9 +323,10 @@ pub(super) fn run(
 }
 
 /// The sanitizer subset: [`check_where`] at [`SANITIZER_WIDTHS`] on the
-/// built-in matrices, the variants `keep` accepts; `(passed, failed)`.
-pub(super) fn sanitizer_subset(gpu: &Gpu, keep: Keep<'_>) -> Result<(usize, usize)> {
-    let r = check_where(gpu, &generate, &SANITIZER_WIDTHS, keep)
+/// built-in matrices, the variants whose id contains `only` (`None`: all);
+/// `(passed, failed)`.
+pub(super) fn sanitizer_subset(gpu: &Gpu, only: Option<&str>) -> Result<(usize, usize)> {
+    let r = check_where(gpu, &generate, &SANITIZER_WIDTHS, &keeps(only))
         .map_err(|e| anyhow!("spmm check: {e}"))?;
     for f in r.failures.iter().take(20) {
         println!("spmm wrong result: {}: {}", f.what, f.reason);
