@@ -12,7 +12,9 @@
 // accumulating its V x COARSEN columns (slice q at q * GROUP * V + lane * V);
 // min(UNROLL, GROUP) broadcast nonzeros have their X rows loaded before any
 // is accumulated (that many gathers in flight per lane). Row changes are
-// uniform across the stream. The range W does not depend
+// uniform across the stream: the stream probes the next rows GROUP at a
+// time and searches past a run of more than SPMM_NS_PROBE empty rows, so
+// no stream walks a long run row by row. The range W does not depend
 // on GROUP, so which rows are split (and the passes) does not either. A
 // row that lies wholly inside
 // the range is written with its final value; a row cut at a range edge
@@ -134,17 +136,15 @@ __device__ __forceinline__ int spmm_group_row_in(const int* __restrict__ indptr,
     return lo - 1 + __popc(__ballot_sync(mask, r <= hi && indptr[r] <= k) & mask);
 }
 
-// The last row r in [0, rows - 1] with indptr[r] <= k, for a stream (every
-// lane of it calls with the same k). Requires indptr[0] <= k.
-__device__ __forceinline__ int spmm_stream_row_of(const int* __restrict__ indptr, int rows, int k,
-                                                  unsigned lane, unsigned mask) {
+// The last row r in [lo, hi] with indptr[r] <= k, for a stream (every
+// lane of it calls with the same arguments). Requires indptr[lo] <= k.
+__device__ __forceinline__ int spmm_stream_row_in(const int* __restrict__ indptr, int lo, int hi,
+                                                  int k, unsigned lane, unsigned mask) {
     if constexpr (GROUP == 32) {
-        return spmm_warp_row_in(indptr, 0, rows - 1, k, lane);
+        return spmm_warp_row_in(indptr, lo, hi, k, lane);
     } else if constexpr (GROUP > 1) {
-        return spmm_group_row_in<GROUP>(indptr, 0, rows - 1, k, lane, mask);
+        return spmm_group_row_in<GROUP>(indptr, lo, hi, k, lane, mask);
     }
-    int lo = 0;
-    int hi = rows - 1;
     while (lo < hi) {
         const int mid = lo + (hi - lo + 1) / 2;
         if (indptr[mid] <= k) {
@@ -154,6 +154,42 @@ __device__ __forceinline__ int spmm_stream_row_of(const int* __restrict__ indptr
         }
     }
     return lo;
+}
+
+// Rows a stream probes one by one (GROUP per round) past a row change
+// before it searches: runs of empty rows longer than this are crossed with
+// log_GROUP(rows) dependent loads instead of one load per row (a web graph
+// has runs of thousands, which one stream would otherwise walk serially).
+#define SPMM_NS_PROBE 8
+#define SPMM_NS_ROUNDS (GROUP >= SPMM_NS_PROBE ? 1 : SPMM_NS_PROBE / GROUP)
+
+// The row of nonzero k (< nnz) after a row change: the last row r >= lo
+// with indptr[r] <= k, where indptr[lo] == *rs <= k. Sets *rs = indptr[r]
+// and *re = indptr[r + 1]. The common case (r within the next GROUP rows)
+// costs one load per lane, as walking one row did; the row bounds come
+// from the probes by shuffles.
+__device__ __forceinline__ int spmm_ns_next_row(const int* __restrict__ indptr, int rows, int lo,
+                                                int k, int* rs, int* re, unsigned lane,
+                                                unsigned mask) {
+#pragma unroll 1
+    for (int round = 0; round < SPMM_NS_ROUNDS; ++round) {
+        // Lane j probes row lo + 1 + j; indptr[rows] = nnz > k ends every run.
+        const long long r = (long long)lo + 1 + lane;
+        const int v = r <= rows ? indptr[r] : 0x7fffffff;
+        const int c = GROUP > 1 ? __popc(__ballot_sync(mask, v <= k) & mask) : (int)(v <= k);
+        if (c < GROUP) {
+            const int prev = spmm_bcast<GROUP>(v, c > 0 ? c - 1 : 0, mask);
+            *rs = c > 0 ? prev : *rs;
+            *re = spmm_bcast<GROUP>(v, c, mask);
+            return lo + c;
+        }
+        lo += GROUP;
+        *rs = spmm_bcast<GROUP>(v, GROUP - 1, mask);
+    }
+    const int row = spmm_stream_row_in(indptr, lo, rows - 1, k, lane, mask);
+    *rs = indptr[row];
+    *re = indptr[row + 1];
+    return row;
 }
 
 template <int N_CT, int EPI, int V>
@@ -178,7 +214,7 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
         const int kb = (int)(w / chunks) * SPMM_RANGE;
         const int ke = nnz - kb < SPMM_RANGE ? nnz : kb + SPMM_RANGE;
         const int col0 = (int)(w % chunks) * CHUNK + (int)lane * V;
-        int row = spmm_stream_row_of(indptr, rows, kb, lane, mask);
+        int row = spmm_stream_row_in(indptr, 0, rows - 1, kb, lane, mask);
         int rs = indptr[row];
         int re = indptr[row + 1];
         SPMM_ACC acc[COARSEN][V];
@@ -223,12 +259,10 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
                         spmm_blk_add<COARSEN, V>(acc, blk);
                         spmm_ns_flush<EPI, V>(acc, y, ldy, row, rs >= kb && re <= ke, col0, n,
                                               alpha, beta, bias);
-                        // Skip empty rows (the pre-pass wrote them); base + t < nnz bounds the walk.
-                        do {
-                            ++row;
-                            rs = re;
-                            re = indptr[row + 1];
-                        } while (base + t >= re);
+                        // Skip empty rows (the pre-pass wrote them); base + t < nnz.
+                        rs = re;
+                        row = spmm_ns_next_row(indptr, rows, row + 1, base + t, &rs, &re, lane,
+                                               mask);
                     }
                     spmm_ns_acc<V>(blk, xv[u], vv[u], col0, n);
                 }
