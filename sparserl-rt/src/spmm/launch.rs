@@ -414,6 +414,35 @@ pub unsafe trait SpmmKernel {
     /// The build-time description of this kernel.
     fn spec(&self) -> &'static SpmmSpec;
 
+    /// Loads the module this kernel runs at width `n` (with the bias-ReLU
+    /// entries when `fused`) ahead of the first call, which otherwise does
+    /// it: that one-time cost (the driver compiles an embedded PTX image
+    /// for a device without a matching cubin) then stays out of a timed
+    /// region or a first graph capture. Launches nothing.
+    fn preload(&self, gpu: &Gpu, n: usize, fused: bool) -> Result<(), RtError> {
+        let spec = self.spec();
+        let epilogue = fused.then_some(SpmmEpilogue::BiasRelu);
+        if let Some(e) = epilogue
+            && !spec.epilogues.contains(&e)
+        {
+            return Err(RtError::EpilogueNotGenerated {
+                kernel: spec.name.to_string(),
+                epilogue: e.as_str(),
+            });
+        }
+        let (module, width) = spec.module_for(n);
+        load_spmm(
+            gpu,
+            spec.name,
+            spec.value,
+            spec.layout,
+            module,
+            width,
+            epilogue,
+        )
+        .map(|_| ())
+    }
+
     /// Queues `Y = alpha A X + beta Y` (`beta == 0` never reads `Y`).
     fn spmm(
         &self,
