@@ -200,9 +200,7 @@ impl Ours {
         format!(
             "ours = the product's measured SpMM search (sparserl-build's search_spmm over the \
              SpMM prior's ranking of spmm_space(n, layout) at the case's width, default \
-             settings, budget {} s per large case and {} s per real case, counting checks and timings \
-             (the space is compiled up front on all cores and each module loaded before its \
-             measurement starts; a build's budget also counts both); the winner checked and re-timed {} times, \
+             settings, budget {} s per large case and {} s per real case; the winner checked and re-timed {} times, \
              their median reported, as is cuSPARSE's fastest algorithm); \
              prior = the prior's first variant; best of space (with --sweep) = every variant \
              checked, timed {} times, the {} fastest re-timed",

@@ -12,7 +12,7 @@ use anyhow::Result;
 use sparserl_build::search::spmm::{SpmmSearchConfig, SpmmSource, search_spmm};
 use sparserl_build::search::{SampleResult, SearchError};
 use sparserl_policies::spmm_prior_for;
-use sparserl_rt::spmm::{SpmmKernel, SpmmVariant};
+use sparserl_rt::spmm::SpmmVariant;
 use sparserl_rt::{Features, Gpu, RtError, Scalar, tolerance};
 use std::time::Instant;
 
@@ -36,17 +36,6 @@ impl<T: Scalar> CaseSource<'_, T> {
             gbs: 0.0,
             median_us: f64::INFINITY,
             error: Some(error),
-        }
-    }
-
-    /// Loads `v`'s module for the case's width (a failure is left for
-    /// [`Self::sample`] to report).
-    fn preload(&self, v: &SpmmVariant) {
-        let want = v.canonical();
-        if let Some((_, Ok(spec))) = self.list.iter().find(|(c, _)| c.canonical() == want)
-            && let Ok(k) = RuntimeSpmm::<T>::from_spec(spec)
-        {
-            let _ = k.preload(self.gpu, self.inp.n, false);
         }
     }
 
@@ -105,10 +94,6 @@ impl<T: Scalar> SpmmSource for CaseSource<'_, T> {
         _n: usize,
         reps: u32,
     ) -> Result<(Vec<SampleResult>, f64), SearchError> {
-        // Module loading (the driver's JIT of the precompiled PTX) happens
-        // before the clock starts, as compilation did: the budget counts
-        // checks and timings only.
-        self.preload(variant);
         let t = Instant::now();
         let r = self
             .sample(variant, reps)
