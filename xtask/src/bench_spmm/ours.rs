@@ -80,10 +80,11 @@ pub fn build_spec(
         .collect();
     let ptx = sparserl_rt::nvrtc::compile_ptx(&src.source, arch, &opts)
         .with_context(|| format!("compiling {}", v.id()))?;
+    let cubin = cubin_of(&ptx, arch).map(|c| &*Box::leak(c.into_boxed_slice()));
     let images: &'static [SpmmImage] = Box::leak(Box::new([SpmmImage {
         arch: leak(arch.to_string()),
         ptx: leak(ptx),
-        cubin: None,
+        cubin,
     }]));
     let module = SpmmModule {
         variant: src.variant,
@@ -116,6 +117,17 @@ pub fn build_spec(
         tuned_on: None,
     };
     Ok(Box::leak(Box::new(spec)))
+}
+
+/// The cubin of `ptx` for `arch` (the image a build embeds when `ptxas` is
+/// present), so that loading a candidate during the search is not the
+/// driver's compile of its PTX; `None` without `ptxas` or when assembling
+/// fails (the driver then compiles the PTX at first use, as before).
+fn cubin_of(ptx: &str, arch: &str) -> Option<Vec<u8>> {
+    if !sparserl_rt::nvrtc::ptxas_available() {
+        return None;
+    }
+    sparserl_rt::nvrtc::assemble_cubin(ptx, arch).ok()
 }
 
 /// A compile job's value type, layout and width.
@@ -182,8 +194,15 @@ impl Ours {
         for ((key, v), r) in jobs.into_iter().zip(built) {
             specs.entry(key).or_default().push((v, r));
         }
+        let cubins = specs
+            .values()
+            .flatten()
+            .filter(
+                |(_, b)| matches!(b, Ok(s) if s.tuned.iter().all(|m| m.images[0].cubin.is_some())),
+            )
+            .count();
         println!(
-            "compiled {} SpMM kernels in {:.1} s ({failed} failed)",
+            "compiled {} SpMM kernels in {:.1} s ({failed} failed, {cubins} with cubins for {arch})",
             specs.values().map(Vec::len).sum::<usize>(),
             t.elapsed().as_secs_f64()
         );
@@ -479,5 +498,27 @@ fn first_errors(v: &[OursResult]) -> String {
         "no variant passed the check".into()
     } else {
         format!("no variant passed: {}", seen.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With `ptxas` present, a benchmark spec carries the cubin of its
+    /// PTX for the device's exact architecture (loading it compiles nothing).
+    #[test]
+    fn specs_carry_cubins_when_ptxas_is_present() {
+        if sparserl_rt::nvrtc::locate().is_err() || !sparserl_rt::nvrtc::ptxas_available() {
+            eprintln!("no NVRTC or ptxas: skipped");
+            return;
+        }
+        let v = spmm_space(16, DenseLayout::RowMajor)[0];
+        let spec = build_spec(v, ValueType::F32, DenseLayout::RowMajor, 16, &[], "sm_90")
+            .expect("compiles");
+        let image = &spec.tuned[0].images[0];
+        let cubin = image.cubin.expect("a cubin");
+        assert_eq!(&cubin[..4], b"\x7fELF", "a cubin is an ELF image");
+        assert!(image.ptx.contains(".entry"));
     }
 }
