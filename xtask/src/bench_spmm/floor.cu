@@ -9,8 +9,10 @@
 // between nonzeros except what L1 and L2 keep by themselves. The result is
 // no SpMM; only the traffic and its order are.
 //
-// Mapping: a group of G lanes per nonzero (G = the power of two covering n /
-// VW lanes, at most 32), each lane loading VW consecutive values of the row
+// Mapping: a group of G lanes per nonzero (row-major: G = the power of two
+// covering n / VW lanes, at most 32; column-major: G = 1, each lane looping
+// over the n columns of its nonzero, so a warp gathers one column of X for
+// 32 neighbouring nonzeros at a time), each lane loading VW consecutive values of the row
 // at a time (float4 / double2 for row-major rows when n is a multiple of VW,
 // scalars otherwise); groups are numbered over the whole grid and walk the
 // nonzeros with a grid stride, so neighbouring groups read neighbouring
