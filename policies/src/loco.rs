@@ -6,7 +6,9 @@
 //! record of `c`, as fractions of the record's oracle (the best correct
 //! measured GB/s within the policy space, as training rewards it):
 //!
-//! - zero-shot: the no-GPU pick under each [`PickRule`] compared;
+//! - zero-shot: the no-GPU pick under each [`PickRule`] compared, and the
+//!   nearest-neighbour picks of [`crate::knn`] fitted on the same training
+//!   records ([`NEIGHBOUR_RULES`]);
 //! - template: [`crate::template_rule`];
 //! - first 16: the best of the policy's first 16 proposals the matrix can run.
 //!
@@ -15,6 +17,7 @@
 //! their compulsory bytes against [`LARGE_BYTES`] (the H200's 60 MB L2).
 
 use crate::dataset::{Dataset, MatrixRecord};
+use crate::knn::{Combine, NeighbourPick};
 use crate::net::{LearnedPolicy, policy_space};
 use crate::pick::PickRule;
 use crate::train::{Prepared, TrainConfig, TrainError, prepare_all, train};
@@ -44,6 +47,15 @@ pub const GENERATED_CLASSES: [&str; 8] = [
 
 /// Candidates of the first-k column.
 pub const FIRST_K: usize = 16;
+
+/// Neighbours per nearest-neighbour pick.
+pub const NEIGHBOURS: usize = 8;
+
+/// The nearest-neighbour rules judged beside the [`PickRule`]s:
+/// `knn8` the best mean over the 8 nearest training records, `knn8-cautious`
+/// the mean minus half the spread, `policy8-knn8` the best mean among the
+/// learned policy's first 8 proposals.
+pub const NEIGHBOUR_RULES: [&str; 3] = ["knn8", "knn8-cautious", "policy8-knn8"];
 
 /// One held-out record under one fold.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,9 +109,41 @@ fn fraction(r: &Prepared, v: &Variant) -> Option<f64> {
     r.measured[j].map(|m| m.max(0.0))
 }
 
-/// Evaluates `policy` on one prepared record.
+/// The nearest-neighbour picks of [`NEIGHBOUR_RULES`] on `r`, in order.
+fn neighbour_picks(
+    knn: &NeighbourPick<'_>,
+    policy: &LearnedPolicy,
+    r: &Prepared,
+    runnable: &dyn Fn(&Variant) -> bool,
+) -> [Option<Variant>; 3] {
+    let space = policy_space();
+    let best_of = |scores: &[f64], among: &mut dyn Iterator<Item = usize>| {
+        among
+            .filter(|&j| runnable(&space[j]))
+            .fold(None::<(usize, f64)>, |b, j| match b {
+                Some((_, s)) if s >= scores[j] => b,
+                _ => Some((j, scores[j])),
+            })
+            .map(|(j, _)| space[j])
+    };
+    let mean = knn.scores(&r.features, r.value, Combine::Mean);
+    let cautious = knn.scores(&r.features, r.value, Combine::Cautious);
+    let f = Features::from_slice(&r.features);
+    let mut top = policy
+        .propose(&f, r.value, NEIGHBOURS)
+        .into_iter()
+        .filter_map(|p| space.iter().position(|v| *v == p.variant));
+    [
+        best_of(&mean, &mut (0..space.len())),
+        best_of(&cautious, &mut (0..space.len())),
+        best_of(&mean, &mut top),
+    ]
+}
+
+/// Evaluates `policy` (and the neighbour picks of `knn`) on one prepared record.
 fn eval_record(
     policy: &LearnedPolicy,
+    knn: &NeighbourPick<'_>,
     r: &Prepared,
     rec: &MatrixRecord,
     rules: &[(String, PickRule)],
@@ -109,6 +153,15 @@ fn eval_record(
     let runnable = |v: &Variant| !r.cannot_run.contains(&v.strategy);
     let mut zero_shot = BTreeMap::new();
     let mut unmeasured = Vec::new();
+    let picks = neighbour_picks(knn, policy, r, &runnable);
+    for (name, pick) in NEIGHBOUR_RULES.iter().zip(picks) {
+        let frac = pick.and_then(|v| fraction(r, &v));
+        if frac.is_none_or(|x| x <= 0.0) {
+            unmeasured.push(name.to_string());
+        }
+        let id = pick.map(|v| v.id()).unwrap_or_default();
+        zero_shot.insert(name.to_string(), (id, frac.unwrap_or(0.0)));
+    }
     for (name, rule) in rules {
         let pick = policy.pick_with(&f, r.value, rule, &runnable);
         let frac = pick.and_then(|p| fraction(r, &p.variant));
@@ -160,12 +213,15 @@ pub fn fold(
         .iter()
         .map(|m| ((m.name.clone(), m.value), m))
         .collect();
-    Ok(prepare_all(ds)
+    let prepared = prepare_all(ds);
+    let train_recs: Vec<&Prepared> = prepared.iter().filter(|r| r.class != class).collect();
+    let knn = NeighbourPick::new(&train_recs, NEIGHBOURS);
+    Ok(prepared
         .iter()
         .filter(|r| r.class == class)
         .filter_map(|r| {
             let rec = recs.get(&(r.name.clone(), r.value))?;
-            Some(eval_record(&policy, r, rec, rules, cfg.seed))
+            Some(eval_record(&policy, &knn, r, rec, rules, cfg.seed))
         })
         .collect())
 }

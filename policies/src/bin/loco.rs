@@ -129,7 +129,11 @@ fn main() -> Result<()> {
             }),
         ),
     ];
-    let names: Vec<String> = rules.iter().map(|r| r.0.clone()).collect();
+    let names: Vec<String> = rules
+        .iter()
+        .map(|r| r.0.clone())
+        .chain(loco::NEIGHBOUR_RULES.iter().map(|s| s.to_string()))
+        .collect();
     let primary = sparserl_policies::pick::rule_name(&sparserl_policies::pick::DEFAULT_RULE);
     println!(
         "loco: {} records, {} classes, seeds {:?}, {} epochs x {} samples",
@@ -197,6 +201,9 @@ fn main() -> Result<()> {
             "argmax": "most probable variant",
             "risk": format!("{:?}", RiskRule::DEFAULT),
             "risk-c8": format!("{:?}", RiskRule { candidates: 8, ..RiskRule::DEFAULT }),
+            "knn8": "the variant with the best mean measured fraction of the oracle over the 8 training records nearest in feature space (same value type)",
+            "knn8-cautious": "as knn8, scoring mean minus half the standard deviation over the neighbours",
+            "policy8-knn8": "among the learned policy's first 8 proposals, the best mean over the 8 nearest training records",
         },
         "large_bytes": loco::LARGE_BYTES,
         "seconds": t0.elapsed().as_secs_f64(),
