@@ -54,8 +54,19 @@ pub const NEIGHBOURS: usize = 8;
 /// The nearest-neighbour rules judged beside the [`PickRule`]s:
 /// `knn8` the best mean over the 8 nearest training records, `knn8-cautious`
 /// the mean minus half the spread, `policy8-knn8` the best mean among the
-/// learned policy's first 8 proposals.
-pub const NEIGHBOUR_RULES: [&str; 3] = ["knn8", "knn8-cautious", "policy8-knn8"];
+/// learned policy's first 8 proposals, `risk-knn8-m<M>` the default rule's
+/// pick unless the neighbours' mean of the `knn8` pick beats theirs of it by
+/// more than M.
+pub const NEIGHBOUR_RULES: [&str; 5] = [
+    "knn8",
+    "knn8-cautious",
+    "policy8-knn8",
+    "risk-knn8-m0.1",
+    "risk-knn8-m0.25",
+];
+
+/// The margins of the `risk-knn8-m<M>` rules, in [`NEIGHBOUR_RULES`] order.
+const SWITCH_MARGINS: [f64; 2] = [0.1, 0.25];
 
 /// One held-out record under one fold.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -115,7 +126,7 @@ fn neighbour_picks(
     policy: &LearnedPolicy,
     r: &Prepared,
     runnable: &dyn Fn(&Variant) -> bool,
-) -> [Option<Variant>; 3] {
+) -> [Option<Variant>; 5] {
     let space = policy_space();
     let best_of = |scores: &[f64], among: &mut dyn Iterator<Item = usize>| {
         among
@@ -133,10 +144,27 @@ fn neighbour_picks(
         .propose(&f, r.value, NEIGHBOURS)
         .into_iter()
         .filter_map(|p| space.iter().position(|v| *v == p.variant));
+    let knn = best_of(&mean, &mut (0..space.len()));
+    let risk = policy
+        .pick_with(&f, r.value, &crate::pick::DEFAULT_RULE, runnable)
+        .map(|p| p.variant);
+    let score = |v: Option<Variant>| {
+        v.and_then(|v| space.iter().position(|x| *x == v))
+            .map_or(0.0, |j| mean[j])
+    };
+    let switch = |m: f64| {
+        if score(knn) > score(risk) + m {
+            knn
+        } else {
+            risk
+        }
+    };
     [
-        best_of(&mean, &mut (0..space.len())),
+        knn,
         best_of(&cautious, &mut (0..space.len())),
         best_of(&mean, &mut top),
+        switch(SWITCH_MARGINS[0]),
+        switch(SWITCH_MARGINS[1]),
     ]
 }
 

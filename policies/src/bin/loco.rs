@@ -204,6 +204,8 @@ fn main() -> Result<()> {
             "knn8": "the variant with the best mean measured fraction of the oracle over the 8 training records nearest in feature space (same value type)",
             "knn8-cautious": "as knn8, scoring mean minus half the standard deviation over the neighbours",
             "policy8-knn8": "among the learned policy's first 8 proposals, the best mean over the 8 nearest training records",
+            "risk-knn8-m0.1": "the default rule's pick, unless the knn8 pick's mean over the 8 nearest training records beats the default pick's by more than 0.1",
+            "risk-knn8-m0.25": "as risk-knn8-m0.1 with a margin of 0.25",
         },
         "large_bytes": loco::LARGE_BYTES,
         "seconds": t0.elapsed().as_secs_f64(),
