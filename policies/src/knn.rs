@@ -80,8 +80,19 @@ impl<'a> NeighbourPick<'a> {
             .collect()
     }
 
-    /// The `k` nearest training records of `value` to `features`.
-    fn nearest(&self, features: &[f64], value: ValueType) -> Vec<&'a Prepared> {
+    /// The mean standardised distance of the `k` nearest training records
+    /// of `value` to `features` (infinity without any).
+    pub fn mean_distance(&self, features: &[f64], value: ValueType) -> f64 {
+        let d = self.distances(features, value);
+        if d.is_empty() {
+            return f64::INFINITY;
+        }
+        let k = d.len().min(self.k);
+        d[..k].iter().map(|(x, _)| x.sqrt()).sum::<f64>() / k as f64
+    }
+
+    /// Squared distances to every training record of `value`, nearest first.
+    fn distances(&self, features: &[f64], value: ValueType) -> Vec<(f64, &'a Prepared)> {
         let squashed: Vec<f64> = features.iter().map(|&x| squash(x)).collect();
         let q = self.standardise(&squashed);
         let mut by_distance: Vec<(f64, &'a Prepared)> = self
@@ -92,6 +103,11 @@ impl<'a> NeighbourPick<'a> {
             .collect();
         by_distance.sort_by(|a, b| a.0.total_cmp(&b.0));
         by_distance
+    }
+
+    /// The `k` nearest training records of `value` to `features`.
+    fn nearest(&self, features: &[f64], value: ValueType) -> Vec<&'a Prepared> {
+        self.distances(features, value)
             .into_iter()
             .take(self.k)
             .map(|(_, r)| r)
@@ -154,9 +170,18 @@ mod tests {
         assert!(s[0] > s[1], "{s:?}");
         let l = knn.scores(&[1.5e6, 10.0], ValueType::F32, Combine::Mean);
         assert!(l[1] > l[0], "{l:?}");
-        // No neighbour of the other value type: all zero.
+        // No neighbour of the other value type: all zero, infinitely far.
         let none = knn.scores(&[2.5, 10.0], ValueType::F64, Combine::Mean);
         assert!(none.iter().all(|&x| x == 0.0));
+        assert_eq!(
+            knn.mean_distance(&[2.5, 10.0], ValueType::F64),
+            f64::INFINITY
+        );
+        // A query inside a cluster is nearer its k records than one far outside.
+        let k1 = NeighbourPick::new(&train, 1);
+        let inside = k1.mean_distance(&[2.0, 10.0], ValueType::F32);
+        let outside = k1.mean_distance(&[1e12, 10.0], ValueType::F32);
+        assert!(inside < 1e-9 && outside > 1.0, "{inside} {outside}");
     }
 
     #[test]

@@ -57,13 +57,25 @@ pub const NEIGHBOURS: usize = 8;
 /// learned policy's first 8 proposals, `risk-knn8-m<M>` the default rule's
 /// pick unless the neighbours' mean of the `knn8` pick beats theirs of it by
 /// more than M.
-pub const NEIGHBOUR_RULES: [&str; 5] = [
+pub const NEIGHBOUR_RULES: [&str; 9] = [
     "knn8",
     "knn8-cautious",
     "policy8-knn8",
     "risk-knn8-m0.1",
     "risk-knn8-m0.25",
+    "unsure0.2-knn8",
+    "unsure0.4-knn8",
+    "near1.5-knn8",
+    "near2.5-knn8",
 ];
+
+/// `unsure<P>-knn8`: the `knn8` pick when the learned policy's most
+/// probable variant has probability below P, else the default rule's.
+const UNSURE: [f64; 2] = [0.2, 0.4];
+
+/// `near<D>-knn8`: the `knn8` pick when the 8 nearest training records lie
+/// within a mean standardised distance D, else the default rule's.
+const NEAR: [f64; 2] = [1.5, 2.5];
 
 /// The margins of the `risk-knn8-m<M>` rules, in [`NEIGHBOUR_RULES`] order.
 const SWITCH_MARGINS: [f64; 2] = [0.1, 0.25];
@@ -122,11 +134,11 @@ fn fraction(r: &Prepared, v: &Variant) -> Option<f64> {
 
 /// The nearest-neighbour picks of [`NEIGHBOUR_RULES`] on `r`, in order.
 fn neighbour_picks(
-    knn: &NeighbourPick<'_>,
+    knn_fit: &NeighbourPick<'_>,
     policy: &LearnedPolicy,
     r: &Prepared,
     runnable: &dyn Fn(&Variant) -> bool,
-) -> [Option<Variant>; 5] {
+) -> [Option<Variant>; 9] {
     let space = policy_space();
     let best_of = |scores: &[f64], among: &mut dyn Iterator<Item = usize>| {
         among
@@ -137,8 +149,8 @@ fn neighbour_picks(
             })
             .map(|(j, _)| space[j])
     };
-    let mean = knn.scores(&r.features, r.value, Combine::Mean);
-    let cautious = knn.scores(&r.features, r.value, Combine::Cautious);
+    let mean = knn_fit.scores(&r.features, r.value, Combine::Mean);
+    let cautious = knn_fit.scores(&r.features, r.value, Combine::Cautious);
     let f = Features::from_slice(&r.features);
     let mut top = policy
         .propose(&f, r.value, NEIGHBOURS)
@@ -159,12 +171,24 @@ fn neighbour_picks(
             risk
         }
     };
+    let top_prob = policy
+        .variant_probs(&f, r.value)
+        .iter()
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    let unsure = |p: f64| if top_prob < p { knn } else { risk };
+    let distance = knn_fit.mean_distance(&r.features, r.value);
+    let near = |d: f64| if distance < d { knn } else { risk };
     [
         knn,
         best_of(&cautious, &mut (0..space.len())),
         best_of(&mean, &mut top),
         switch(SWITCH_MARGINS[0]),
         switch(SWITCH_MARGINS[1]),
+        unsure(UNSURE[0]),
+        unsure(UNSURE[1]),
+        near(NEAR[0]),
+        near(NEAR[1]),
     ]
 }
 
