@@ -205,23 +205,21 @@ fn eval_record(
     let runnable = |v: &Variant| !r.cannot_run.contains(&v.strategy);
     let mut zero_shot = BTreeMap::new();
     let mut unmeasured = Vec::new();
-    let picks = neighbour_picks(knn, policy, r, &runnable);
-    for (name, pick) in NEIGHBOUR_RULES.iter().zip(picks) {
-        let frac = pick.and_then(|v| fraction(r, &v));
-        if frac.is_none_or(|x| x <= 0.0) {
-            unmeasured.push(name.to_string());
-        }
-        let id = pick.map(|v| v.id()).unwrap_or_default();
-        zero_shot.insert(name.to_string(), (id, frac.unwrap_or(0.0)));
-    }
-    for (name, rule) in rules {
+    let neighbours = NEIGHBOUR_RULES
+        .iter()
+        .map(|n| n.to_string())
+        .zip(neighbour_picks(knn, policy, r, &runnable));
+    let learned = rules.iter().map(|(name, rule)| {
         let pick = policy.pick_with(&f, r.value, rule, &runnable);
-        let frac = pick.and_then(|p| fraction(r, &p.variant));
+        (name.clone(), pick.map(|p| p.variant))
+    });
+    for (name, pick) in neighbours.chain(learned) {
+        let frac = pick.and_then(|v| fraction(r, &v));
         if frac.is_none_or(|x| x <= 0.0) {
             unmeasured.push(name.clone());
         }
-        let id = pick.map(|p| p.variant.id()).unwrap_or_default();
-        zero_shot.insert(name.clone(), (id, frac.unwrap_or(0.0)));
+        let id = pick.map(|v| v.id()).unwrap_or_default();
+        zero_shot.insert(name, (id, frac.unwrap_or(0.0)));
     }
     let first16 = policy
         .propose(&f, r.value, policy_space().len())
