@@ -12,7 +12,7 @@ use sparserl_rt::spmm::{SpmmStrategy, SpmmVariant, spmm_space};
 use sparserl_rt::{Features, ValueType};
 
 /// Version of the SpMM prior (part of SpMM cache keys).
-pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-5";
+pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-6";
 
 /// Lanes an H200-class GPU keeps busy at once (132 SMs x 2048 threads).
 const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
@@ -73,9 +73,12 @@ pub fn spmm_prior_for(
 /// - gathers: row-major X rows are contiguous (vector loads of 1 / 2 / 4
 ///   columns: x 0.8 / 0.93 / 1.0; col-tile loads `min(tile, 4)` columns
 ///   at once, and a step is one such load); a col-major X row is strided, so lanes
-///   over columns (row-warp, nnz-split) touch one sector per column (x 0.5)
-///   while col-tile's lanes over rows of one column chunk keep sectors
-///   (x 0.9).
+///   over columns (row-warp, nnz-split) use `v / 32` of the bytes they
+///   fetch (one sector per value) while col-tile's lanes over rows of one
+///   column share the sectors of their rows' columns
+///   ([`col_major_rows_gathers`]; spmm-prior-6: prior-5 rated them 0.5 and
+///   0.9, which ranked a warp per row over columns first at wide widths,
+///   measured 3-6x slower than a thread per row on road networks).
 ///
 /// The critical path: row-warp `max_row coarsen / unroll` (its
 /// batches of X-row loads in flight), col-tile
@@ -159,8 +162,8 @@ pub fn spmm_prior_score(
             2 => 0.93,
             _ => 1.0,
         },
-        (DenseLayout::ColMajor, SpmmStrategy::ColTile) => 0.9,
-        (DenseLayout::ColMajor, _) => 0.5,
+        (DenseLayout::ColMajor, SpmmStrategy::ColTile) => col_major_rows_gathers(f, vs),
+        (DenseLayout::ColMajor, _) => vs / SECTOR_BYTES,
     };
     let eff = (col_use * traffic * balance * gathers).max(1e-9);
     let w = (f.nnz * n / f64::from(vec) / CONCURRENT_LANES).max(1e-9);
@@ -175,6 +178,22 @@ pub fn spmm_prior_score(
     let block = block_factor(&v, f, n);
     let unroll = if v.unroll >= 4 && m >= 8.0 { 1.01 } else { 1.0 };
     (base * ldg * block * unroll).clamp(1e-6, 1.0)
+}
+
+/// Bytes of the smallest transaction of a gather (a 32-byte sector).
+const SECTOR_BYTES: f64 = 32.0;
+
+/// Share of the fetched bytes a column-major gather uses when the lanes of
+/// a warp run over neighbouring rows at one column (col-tile): the warp
+/// fetches the distinct sectors its rows' columns fall in, about two per
+/// distinct 128-byte segment (`x_segments_per_nnz`: 2.9 / 1.6 / 1.6 sectors
+/// per segment on MIT8 / road_NW / email-Enron), so `v / (32 x 2 seg)`,
+/// at most 0.9. Lanes over the columns of one row (row-warp, nnz-split)
+/// fetch one sector per value (`v / 32`): the values of one X row lie `ld`
+/// apart.
+fn col_major_rows_gathers(f: &Features, vs: f64) -> f64 {
+    let sectors_per_nnz = (2.0 * f.x_segments_per_nnz).clamp(vs / SECTOR_BYTES, 1.0);
+    (vs / (SECTOR_BYTES * sectors_per_nnz)).min(0.9)
 }
 
 /// Columns col-tile loads at once: `min(tile, 4)` from a row-major X

@@ -1,23 +1,30 @@
 //! The GPU source of the SpMM search: every candidate is generated for the
-//! width being tuned, compiled with NVRTC, checked against the float64
+//! width being tuned, compiled with NVRTC (the first candidates of every
+//! width ahead of the search, in parallel, to cubins when `ptxas` is
+//! present: [`precompile`]), checked against the float64
 //! reference (NaN-poisoned Y, then `alpha`/`beta` on a random Y, per-row
 //! relative error) and timed through sparserl-rt's SpMM harness
 //! ([`SpmmBench`]). A kernel declaring `bias-relu` is measured through its
 //! fused entry, as a GCN layer launches it.
 
+use crate::builder::COMPILE_OPTIONS;
 use crate::codegen::spmm::generate_spmm;
 use crate::descriptor::SpmmDecl;
 use crate::gpu::GpuTuner;
+use crate::search::spmm::scouts;
 use crate::search::spmm::{SpmmSearchConfig, SpmmSource, SpmmTuneOutcome, search_spmm};
 use crate::search::{SampleResult, SearchError};
 use sparserl_rt::dense::DenseLayout;
-use sparserl_rt::spmm::measure::load_source;
+use sparserl_rt::nvrtc::{assemble_cubin, compile_ptx, ptxas_available};
+use sparserl_rt::spmm::measure::{load_cubin, load_ptx, load_source};
 use sparserl_rt::spmm::{SpmmBench, SpmmEpilogue, SpmmMeasurement, SpmmVariant};
 use sparserl_rt::{Csr, Gpu, MeasureOptions, RtError, Scalar, ValueType};
+use std::collections::HashMap;
 use std::time::Instant;
 
 /// Runs the measured SpMM search for declaration `s` over `matrices` (the
 /// pattern's samples) on `tuner`'s GPU; `candidates` per width in order.
+/// `note` receives one progress line (what was compiled ahead).
 pub fn tune_spmm(
     tuner: &GpuTuner,
     matrices: &[&Csr],
@@ -25,18 +32,98 @@ pub fn tune_spmm(
     s: &SpmmDecl,
     candidates: &[(usize, Vec<SpmmVariant>)],
     cfg: &SpmmSearchConfig,
+    note: &dyn Fn(&str),
 ) -> Result<SpmmTuneOutcome, SearchError> {
     let epilogue = s.epilogues.first().copied();
+    let arch = tuner.gpu().arch();
+    let images = precompile(candidates, value, s.dense, epilogue, &arch, note);
     match value {
         ValueType::F32 => {
             let mut src = GpuSpmmSource::<f32>::new(tuner.gpu(), matrices, s.dense, epilogue);
+            src.images = images;
             search_spmm(candidates, &mut src, cfg)
         }
         ValueType::F64 => {
             let mut src = GpuSpmmSource::<f64>::new(tuner.gpu(), matrices, s.dense, epilogue);
+            src.images = images;
             search_spmm(candidates, &mut src, cfg)
         }
     }
+}
+
+/// Candidates per width compiled before the search starts: the first of
+/// every family ([`scouts`]) and the head of the prior's order, which the
+/// search measures first whatever its budget.
+const PRECOMPILE_PER_WIDTH: usize = 12;
+
+/// A candidate compiled ahead of its measurement.
+enum Image {
+    /// SASS for the GPU's architecture (when `ptxas` is present).
+    Cubin(Vec<u8>),
+    /// PTX, compiled by the driver at load.
+    Ptx(String),
+}
+
+/// Images of the first candidates of every width, keyed by (variant,
+/// width): generated, compiled with NVRTC and assembled by `ptxas` on every
+/// core at once, so that the measured search (whose budget counts
+/// compiling and loading) spends it on measuring. A candidate whose compile
+/// fails here is compiled again at its measurement, which reports why.
+fn precompile(
+    candidates: &[(usize, Vec<SpmmVariant>)],
+    value: ValueType,
+    layout: DenseLayout,
+    epilogue: Option<SpmmEpilogue>,
+    arch: &str,
+    note: &dyn Fn(&str),
+) -> HashMap<(SpmmVariant, usize), Image> {
+    let jobs: Vec<(SpmmVariant, usize)> = candidates
+        .iter()
+        .flat_map(|(n, list)| {
+            let mut head = scouts(list);
+            for v in list.iter().take(PRECOMPILE_PER_WIDTH) {
+                if !head.contains(v) {
+                    head.push(*v);
+                }
+            }
+            head.into_iter().map(move |v| (v, *n))
+        })
+        .collect();
+    let t0 = Instant::now();
+    let eps: Vec<SpmmEpilogue> = epilogue.into_iter().collect();
+    let one = |&(v, n): &(SpmmVariant, usize)| -> Option<Image> {
+        let src = generate_spmm(&v, value, layout, Some(n), &eps).ok()?;
+        let opts: Vec<String> = COMPILE_OPTIONS.iter().map(|o| o.to_string()).collect();
+        let ptx = compile_ptx(&src.source, arch, &opts).ok()?;
+        Some(match ptxas_available() {
+            true => assemble_cubin(&ptx, arch).map_or(Image::Ptx(ptx), Image::Cubin),
+            false => Image::Ptx(ptx),
+        })
+    };
+    let workers = std::thread::available_parallelism().map_or(1, |w| w.get());
+    let per = jobs.len().div_ceil(workers.max(1)).max(1);
+    let images: HashMap<_, _> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .chunks(per)
+            .map(|chunk| s.spawn(move || chunk.iter().map(|j| (*j, one(j))).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .filter_map(|(j, img)| Some((j, img?)))
+            .collect()
+    });
+    let cubins = images
+        .values()
+        .filter(|i| matches!(i, Image::Cubin(_)))
+        .count();
+    note(&format!(
+        "SpMM search: {} of {} first candidates compiled in {:.1} s ({cubins} to {arch} cubins)",
+        images.len(),
+        jobs.len(),
+        t0.elapsed().as_secs_f64()
+    ));
+    images
 }
 
 /// [`SpmmSource`] on a GPU: one [`SpmmBench`] per sample at the width
@@ -47,6 +134,8 @@ pub struct GpuSpmmSource<'a, T: Scalar> {
     layout: DenseLayout,
     epilogue: Option<SpmmEpilogue>,
     benches: Option<(usize, Vec<SpmmBench<T>>)>,
+    /// Candidates compiled ahead ([`precompile`]), taken at their measurement.
+    images: HashMap<(SpmmVariant, usize), Image>,
 }
 
 impl<'a, T: Scalar> GpuSpmmSource<'a, T> {
@@ -64,6 +153,7 @@ impl<'a, T: Scalar> GpuSpmmSource<'a, T> {
             layout,
             epilogue,
             benches: None,
+            images: HashMap::new(),
         }
     }
 
@@ -117,15 +207,30 @@ impl<T: Scalar> SpmmSource for GpuSpmmSource<'_, T> {
     ) -> Result<(Vec<SampleResult>, f64), SearchError> {
         let t0 = Instant::now();
         let samples = self.matrices.len();
-        let eps: Vec<SpmmEpilogue> = self.epilogue.into_iter().collect();
-        let src = match generate_spmm(v, T::TYPE, self.layout, Some(n), &eps) {
-            Ok(s) => s,
-            Err(e) => return Ok((failed(samples, format!("codegen: {e}")), 0.0)),
-        };
         let (gpu, layout, epilogue) = (self.gpu, self.layout, self.epilogue);
-        // SAFETY: `src` is the generator's unit for exactly this variant,
-        // value type, layout, width and epilogue, which holds that entry.
-        let f = match unsafe { load_source::<T>(gpu, &src.source, v, layout, Some(n), epilogue) } {
+        let loaded = match self.images.remove(&(*v, n)) {
+            // SAFETY: `precompile` made the image from the generator's unit
+            // for exactly this variant, value type (`T::TYPE` is the value
+            // `tune_spmm` passed it), layout, width and epilogue.
+            Some(Image::Cubin(c)) => unsafe {
+                load_cubin(gpu, &c, v, T::TYPE, layout, Some(n), epilogue)
+            },
+            // SAFETY: as above, for its PTX.
+            Some(Image::Ptx(p)) => unsafe {
+                load_ptx(gpu, &p, v, T::TYPE, layout, Some(n), epilogue)
+            },
+            None => {
+                let eps: Vec<SpmmEpilogue> = epilogue.into_iter().collect();
+                let src = match generate_spmm(v, T::TYPE, layout, Some(n), &eps) {
+                    Ok(s) => s,
+                    Err(e) => return Ok((failed(samples, format!("codegen: {e}")), 0.0)),
+                };
+                // SAFETY: `src` is the generator's unit for exactly this
+                // variant, value type, layout, width and epilogue.
+                unsafe { load_source::<T>(gpu, &src.source, v, layout, Some(n), epilogue) }
+            }
+        };
+        let f = match loaded {
             Ok(f) => f,
             Err(e) if e.is_context_fatal() => return Err(SearchError::Source(e)),
             Err(e) => {

@@ -67,7 +67,10 @@ pub fn retune(
         ..SpmmSearchConfig::default()
     };
     let t0 = Instant::now();
-    let out = sparserl_build::gpu_spmm::tune_spmm(tuner, &mats, decl.value, s, &candidates, &cfg)
+    let out =
+        sparserl_build::gpu_spmm::tune_spmm(tuner, &mats, decl.value, s, &candidates, &cfg, &|m| {
+            println!("  {m}")
+        })
         .map_err(|e| anyhow!("search for `{}` failed: {e}", decl.name))?;
     let copy = tuner.copy_gbs();
     let mut width = Vec::new();

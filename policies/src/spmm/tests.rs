@@ -67,6 +67,26 @@ fn col_major_prefers_lanes_over_rows() {
 }
 
 #[test]
+fn col_major_rows_with_local_columns_take_a_thread_per_row_at_every_width() {
+    // A road network: short rows, neighbouring rows' columns close (0.2
+    // distinct 128-byte segments per nonzero, as road_NW).
+    let road = Features {
+        x_segments_per_nnz: 0.2,
+        ..features(1.2e6, 2.4, 3.0, 4.0, 9.0)
+    };
+    for n in [16, 64, 128, 256] {
+        let best = spmm_prior(&road, n, DenseLayout::ColMajor)[0];
+        assert_eq!(best.strategy, SpmmStrategy::ColTile, "n = {n}: {best}");
+        assert_eq!(best.group, 1, "n = {n}: {best}");
+    }
+    // Lanes over the columns of a row fetch a sector per value.
+    let rw = spmm_template_rule(256, DenseLayout::ColMajor);
+    let ct = spmm_prior(&road, 256, DenseLayout::ColMajor)[0];
+    let score = |v| spmm_prior_score(&v, &road, ValueType::F32, 256, DenseLayout::ColMajor);
+    assert!(score(ct) > score(rw), "{} against {}", score(ct), score(rw));
+}
+
+#[test]
 fn scores_are_fractions_and_the_value_type_counts() {
     let f = power_law();
     for v in spmm_space(64, DenseLayout::RowMajor) {

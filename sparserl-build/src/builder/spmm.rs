@@ -280,12 +280,13 @@ impl Builder {
         };
         let matrices: Vec<&sparserl_rt::Csr> = samples.iter().map(|x| &x.matrix).collect();
         let out: SpmmTuneOutcome =
-            crate::gpu_spmm::tune_spmm(g, &matrices, decl.value, s, &candidates, &cfg).map_err(
-                |source| BuildError::Search {
-                    kernel: decl.name.clone(),
-                    source,
-                },
-            )?;
+            crate::gpu_spmm::tune_spmm(g, &matrices, decl.value, s, &candidates, &cfg, &|m| {
+                b.log.detail(m)
+            })
+            .map_err(|source| BuildError::Search {
+                kernel: decl.name.clone(),
+                source,
+            })?;
         let copy = g.copy_gbs();
         let summary: Vec<String> = out
             .widths

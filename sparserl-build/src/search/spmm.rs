@@ -285,7 +285,10 @@ const PRIOR_SHARE: f64 = 0.5;
 /// Exploration of one width within `explore` seconds; why it stopped.
 /// 1. The prior's order until [`PRIOR_SHARE`] of the budget is spent (the
 ///    first candidate always: every width gets a measured, checked winner
-///    however small its share).
+///    however small its share), but the first candidate of every strategy
+///    ([`scouts`]) comes before any climb: a prior that ranks a whole family
+///    wrong costs at most one measurement per family, even when one slow
+///    candidate takes half the budget (a 12 ms kernel of a wide width).
 /// 2. Climb: the untried [`neighbors`] of the best variant measured so far,
 ///    in the prior's order; a better one becomes the best, whose neighbours
 ///    come next. A prior that ranks a family right but a knob wrong (items,
@@ -309,17 +312,23 @@ fn explore_width(
     };
     let untried = |led: &Ledger<'_>, v: &SpmmVariant| !led.seen.iter().any(|(s, _)| s == v);
     let mut next_prior = 0;
+    let scouts = scouts(list);
     loop {
-        let climbing = !led.seen.is_empty() && led.spent >= explore * PRIOR_SHARE;
+        let scout = scouts.iter().find(|v| untried(led, v)).copied();
+        let climbing =
+            scout.is_none() && !led.seen.is_empty() && led.spent >= explore * PRIOR_SHARE;
         let climb = if climbing {
             let best = led.ranked().first().map(|r| r.0);
             best.and_then(|b| neighbors(&b, list).into_iter().find(|v| untried(led, v)))
         } else {
             None
         };
-        let (v, phase) = match climb {
-            Some(v) => (v, "climb"),
-            None => {
+        let (v, phase) = match (climb, scout) {
+            (Some(v), _) => (v, "climb"),
+            (None, Some(v)) if !led.seen.is_empty() && led.spent >= explore * PRIOR_SHARE => {
+                (v, "explore")
+            }
+            _ => {
                 while next_prior < list.len() && !untried(led, &list[next_prior]) {
                     next_prior += 1;
                 }
@@ -336,6 +345,18 @@ fn explore_width(
         }
         led.measure(source, &v, phase, cfg.reps)?;
     }
+}
+
+/// The first variant of each strategy in `list`, in `list`'s order: the
+/// candidates exploration measures before it climbs.
+pub fn scouts(list: &[SpmmVariant]) -> Vec<SpmmVariant> {
+    let mut out: Vec<SpmmVariant> = Vec::new();
+    for v in list {
+        if !out.iter().any(|u| u.strategy == v.strategy) {
+            out.push(*v);
+        }
+    }
+    out
 }
 
 /// The variants of `list` that differ from `v` in one knob (same strategy:

@@ -445,6 +445,28 @@ pub unsafe fn load_ptx(
         .ok_or_else(|| RtError::Compile("no SpMM entry loaded".into()))
 }
 
+/// [`load_ptx`] for the cubin `ptxas` assembled from such PTX for this
+/// GPU's architecture (loaded as is: no compile by the driver).
+///
+/// # Safety
+/// As [`load_source`], for the cubin of that source.
+pub unsafe fn load_cubin(
+    gpu: &Gpu,
+    cubin: &[u8],
+    variant: &SpmmVariant,
+    value: ValueType,
+    layout: DenseLayout,
+    width: Option<usize>,
+    epilogue: Option<SpmmEpilogue>,
+) -> Result<SpmmFunctions, RtError> {
+    let image = || Ok(Ptx::from_binary(cubin.to_vec()));
+    // SAFETY: forwarded from the caller.
+    let mut all =
+        unsafe { load_entries(gpu, image, variant, value, layout, &[(width, epilogue)]) }?;
+    all.pop()
+        .ok_or_else(|| RtError::Compile("no SpMM entry loaded".into()))
+}
+
 /// Loads several `(width, epilogue)` entries of one unit's PTX, the module
 /// loaded (and JIT-compiled by the driver) once for all of them.
 ///
@@ -458,6 +480,24 @@ pub unsafe fn load_ptx_entries(
     layout: DenseLayout,
     which: &[(Option<usize>, Option<SpmmEpilogue>)],
 ) -> Result<Vec<SpmmFunctions>, RtError> {
+    let image = || Ok(Ptx::from_src(ptx.to_string()));
+    // SAFETY: forwarded from the caller.
+    unsafe { load_entries(gpu, image, variant, value, layout, which) }
+}
+
+/// The entries `which` of the module `image` makes (PTX or cubin).
+///
+/// # Safety
+/// `image` must make the module of a generated unit of `variant`, `value`
+/// and `layout` holding every pair of `which`.
+unsafe fn load_entries(
+    gpu: &Gpu,
+    image: impl FnOnce() -> Result<Ptx, RtError>,
+    variant: &SpmmVariant,
+    value: ValueType,
+    layout: DenseLayout,
+    which: &[(Option<usize>, Option<SpmmEpilogue>)],
+) -> Result<Vec<SpmmFunctions>, RtError> {
     let v = variant.canonical();
     let lists: Vec<Vec<String>> = which
         .iter()
@@ -466,9 +506,7 @@ pub unsafe fn load_ptx_entries(
     let flat: Vec<String> = lists.iter().flatten().cloned().collect();
     // SAFETY: forwarded from the caller's contract (the entries are those
     // of `ptx`, a unit of this variant, value type and layout).
-    let mut funcs =
-        unsafe { gpu.functions_of_module(&flat, || Ok(Ptx::from_src(ptx.to_string()))) }?
-            .into_iter();
+    let mut funcs = unsafe { gpu.functions_of_module(&flat, image) }?.into_iter();
     let mut out = Vec::with_capacity(which.len());
     for (&(width, _), names) in which.iter().zip(&lists) {
         let mut next = || {

@@ -322,3 +322,35 @@ fn the_climb_fixes_a_knob_the_prior_ranked_wrong() {
     );
     assert!(out.trials.iter().any(|t| t.phase == "climb"));
 }
+
+#[test]
+fn every_family_is_measured_before_the_climb() {
+    // The prior ranks every row-warp variant first, but nnz-split is the
+    // best family at this width; a budget of about four measurements.
+    let n = 64;
+    let mut list = spmm_space(n, DenseLayout::RowMajor);
+    list.sort_by_key(|v| v.strategy != SpmmStrategy::RowWarp);
+    assert_eq!(scouts(&list).len(), 3);
+    assert_eq!(scouts(&list)[0], list[0]);
+    let mut f = fake(|_, _| false, 0.0, 1.0);
+    let cfg = SpmmSearchConfig {
+        budget_seconds: 4.5,
+        ..SpmmSearchConfig::default()
+    };
+    let out = search_spmm(&[(n, list.clone())], &mut f, &cfg).unwrap();
+    let w = &out.widths[0];
+    assert_eq!(
+        w.winner.strategy,
+        SpmmStrategy::NnzSplit,
+        "{:?}",
+        out.trials
+    );
+    let explored: Vec<SpmmStrategy> = out
+        .trials
+        .iter()
+        .filter(|t| t.phase == "explore")
+        .map(|t| t.variant.strategy)
+        .collect();
+    assert_eq!(explored.len(), 4, "{explored:?}");
+    assert!(!out.trials.iter().any(|t| t.phase == "climb"));
+}
