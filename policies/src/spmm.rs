@@ -82,7 +82,8 @@ pub fn spmm_prior_for(
 ///
 /// The critical path: row-warp `max_row coarsen / unroll` (its
 /// batches of X-row loads in flight), col-tile
-/// `ceil(max_row / g) tile / min(tile, 4)` (row-major), nnz-split the sum of
+/// `ceil(max_row / (g unroll)) tile / min(tile, 4)` (row-major; batches of
+/// `unroll` nonzeros in flight, spmm-prior-6), nnz-split the sum of
 /// `32 items coarsen / min(unroll, g)`, `2 min(32 items / m, 32 items)` and
 /// `log2(rows) / log2(g)` (the range walked one nonzero at a time with that
 /// many loads in flight, a dependent row-pointer load per row boundary, the
@@ -132,7 +133,8 @@ pub fn spmm_prior_score(
             let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
             (
                 m / (g * (qk / g + 0.5).max(1.0)),
-                (f.max_row / g).ceil() * f64::from(v.tile) / f64::from(col_tile_vec(&v, layout)),
+                (f.max_row / (g * f64::from(v.unroll.max(1)))).ceil() * f64::from(v.tile)
+                    / f64::from(col_tile_vec(&v, layout)),
             )
         }
         SpmmStrategy::NnzSplit => {

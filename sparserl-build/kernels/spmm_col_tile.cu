@@ -57,10 +57,11 @@ __device__ __forceinline__ void spmm_ct_blk_add(SPMM_ACC* acc, T* blk) {
     }
 }
 
-// The lane's nonzeros k, k + GROUP, .. < end of a row into acc: their
-// products summed in T, the block sum added into the double accumulators
-// whenever it holds SPMM_BLOCK_TERMS products or the next batch would pass
-// that (so a block never holds more), and at the end.
+// The lane's nonzeros k, k + GROUP, .. < end of a row into acc, UNROLL at a
+// time (their loads issued before any product), the last batch guarded:
+// their products summed in T, the block sum added into the double
+// accumulators whenever the next batch could pass SPMM_BLOCK_TERMS products
+// (so a block never holds more), and at the end.
 template <bool FULL, bool VX>
 __device__ __forceinline__ void spmm_ct_row(SPMM_ACC* acc, const int* __restrict__ indices,
                                             const T* __restrict__ values, const T* __restrict__ x,
@@ -90,11 +91,22 @@ __device__ __forceinline__ void spmm_ct_row(SPMM_ACC* acc, const int* __restrict
             terms = 0;
         }
     }
-    for (; k < end; k += GROUP) {
-        spmm_ct_fma<FULL, VX>(blk, x, ldx, indices[k], values[k], c0, n);
-        if (++terms == SPMM_BLOCK_TERMS) {
-            spmm_ct_blk_add(acc, blk);
-            terms = 0;
+    // The last (partial) batch: guarded loads, still all in flight at once
+    // (a long row's tail is not walked one dependent load at a time).
+    if (k < end) {
+        int c[U];
+        T v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const bool in = k + u * GROUP < end;
+            c[u] = in ? indices[k + u * GROUP] : 0;
+            v[u] = in ? values[k + u * GROUP] : (T)0;
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (k + u * GROUP < end) {
+                spmm_ct_fma<FULL, VX>(blk, x, ldx, c[u], v[u], c0, n);
+            }
         }
     }
     spmm_ct_blk_add(acc, blk);

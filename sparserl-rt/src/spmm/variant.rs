@@ -550,14 +550,25 @@ pub fn spmm_space(n_cols: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
             if tile > np || (tile < 4 && np >= 16 * tile) {
                 continue;
             }
+            // A warp per row (group 32) also takes 8 nonzeros per lane in
+            // flight, for long rows (a dense row of an arrow or KKT matrix),
+            // when the tile's X loads stay few (tile <= 4: with 8 columns f64
+            // entries spill).
+            let unrolls: &[u32] = match group {
+                1 => &[1],
+                32 if tile <= 4 => &[2, 8],
+                _ => &[2],
+            };
             for block in [128, 256] {
-                out.push(SpmmVariant {
-                    group,
-                    tile,
-                    block,
-                    unroll: if group == 1 { 1 } else { 2 },
-                    ..SpmmVariant::of(SpmmStrategy::ColTile)
-                });
+                for &unroll in unrolls {
+                    out.push(SpmmVariant {
+                        group,
+                        tile,
+                        block,
+                        unroll,
+                        ..SpmmVariant::of(SpmmStrategy::ColTile)
+                    });
+                }
             }
         }
     }

@@ -3,24 +3,28 @@
 //!
 //! `Â = D^-1/2 (A + I) D^-1/2` of a graph. Ours: the same cuBLAS GEMM
 //! `T = H W`, then our SpMM with the fused `bias-relu` epilogue
-//! (`SpmmKernel::spmm_bias_relu`), the variant the measured choice over
-//! `spmm_space(f_out, row-major)` picks for the fused entry (every variant
-//! checked against float64 with the bias and ReLU, then timed; fastest
-//! kept). Both layers are captured into a CUDA graph and replayed; the
+//! (`SpmmKernel::spmm_bias_relu`), the variant the product's measured
+//! search (`search_spmm`, as a build runs it) picks over
+//! `spmm_space(f_out, row-major)` for the fused entry (every candidate
+//! checked against float64 with the bias and ReLU, then timed). Both layers are captured into a CUDA graph and replayed; the
 //! layer's output is compared with a float64 CPU layer per row.
 
 use crate::app_vendor::Blas;
 use crate::app_vendor::gcn::{GcnLayer, run_gcn, time_layer};
 use crate::bench_spmm::check::{Reference, random_dense};
-use crate::bench_spmm::ours::{RuntimeSpmm, compile_all};
+use crate::bench_spmm::ours::{Built, RuntimeSpmm, compile_all};
 use crate::bench_spmm::rowerr::{DeviceReference, poison};
 use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
+use sparserl_build::search::spmm::{SpmmSearchConfig, SpmmSource, scouts, search_spmm};
+use sparserl_build::search::{SampleResult, SearchError};
 use sparserl_policies::spmm_prior_for;
 use sparserl_rt::dense::{DenseLayout, DeviceDense};
 use sparserl_rt::measure::{stats, time_launches};
-use sparserl_rt::spmm::{SpmmEpilogue, SpmmKernel};
+use sparserl_rt::spmm::{SpmmEpilogue, SpmmKernel, SpmmVariant, spmm_bytes};
 use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Features, Gpu, Layouts, ValueType, tolerance};
+use std::collections::HashMap;
+use std::time::Instant;
 
 /// The fused epilogue of the layer.
 const EPILOGUES: &[SpmmEpilogue] = &[SpmmEpilogue::BiasRelu];
@@ -40,6 +44,10 @@ pub struct GcnCase {
     pub f_out: usize,
     /// Our SpMM variant (fused bias-relu entry).
     pub variant: String,
+    /// Candidates the layer's SpMM search measured (0 in reports of runs
+    /// before the search: those took the fastest of the prior's first 16).
+    #[serde(default)]
+    pub search_candidates: usize,
     /// Our microseconds per layer (graph replay).
     pub ours_us_per_layer: f64,
     /// The vendor's microseconds per layer (graph replay).
@@ -115,14 +123,102 @@ fn gemm_f64(h: &[f32], w: &[f32], rows: usize, fi: usize, fo: usize) -> Vec<f64>
     t
 }
 
-/// Variants the layer's measured choice compiles, checks and times: the
-/// SpMM prior's first ones for the graph (the whole space at width 64 takes
-/// minutes to compile on the device for a single layer).
-const GCN_CANDIDATES: usize = 16;
+/// Variants compiled in parallel before the layer's search (the prior's
+/// first ones and the first of every family); the others are compiled when
+/// the search reaches them.
+const GCN_PRECOMPILE: usize = 16;
 
-/// Our fused SpMM over the prior's first [`GCN_CANDIDATES`] variants: the
-/// fastest whose fused entry passes the check on a random `T`, and its
-/// microseconds.
+/// Budget of the layer's SpMM search, seconds (compiles of candidates not
+/// compiled ahead, loads, checks and timings).
+const GCN_SEARCH_SECONDS: f64 = 12.0;
+
+/// The layer's fused SpMM as an [`SpmmSource`]: a candidate is compiled (or
+/// taken from the precompiled ones), its fused bias-relu entry run on a
+/// NaN-poisoned Y and checked against float64 per row, then timed.
+struct LayerSource<'a> {
+    gpu: &'a Gpu,
+    a: &'a DeviceCsr<f32>,
+    x: DeviceDense<f32>,
+    y: DeviceDense<f32>,
+    bias: &'a DeviceVec<f32>,
+    dref: DeviceReference,
+    fo: usize,
+    bytes: f64,
+    specs: HashMap<SpmmVariant, Built>,
+}
+
+impl LayerSource<'_> {
+    fn kernel(&mut self, v: &SpmmVariant) -> Result<RuntimeSpmm<f32>, String> {
+        let key = (ValueType::F32, DenseLayout::RowMajor, self.fo);
+        let arch = self.gpu.arch();
+        let spec = self
+            .specs
+            .entry(*v)
+            .or_insert_with(|| compile_all(&[(key, *v)], &arch, EPILOGUES).remove(0))
+            .clone()?;
+        RuntimeSpmm::<f32>::from_spec(spec).map_err(|e| format!("{e:#}"))
+    }
+
+    fn check_and_time(&mut self, v: &SpmmVariant, reps: u32) -> Result<(f64, f64), String> {
+        let k = self.kernel(v)?;
+        let (gpu, a, bias) = (self.gpu, self.a, self.bias);
+        let (x, y) = (&self.x, &mut self.y);
+        // SAFETY: used on the Gpu's stream within this call.
+        poison(gpu, unsafe { y.raw_mut() }).map_err(|e| format!("{e:#}"))?;
+        k.spmm_bias_relu(gpu, 1.0, a, x, 0.0, y, bias)
+            .map_err(|e| format!("launch: {e}"))?;
+        // SAFETY: as above.
+        let err = self
+            .dref
+            .max_row_rel_err(unsafe { y.raw() }, DenseLayout::RowMajor, self.fo)
+            .map_err(|e| format!("{e:#}"))?;
+        if err > tolerance(ValueType::F32) {
+            return Err(format!("max row error {err:.2e}"));
+        }
+        let mut launch = || -> Result<()> { Ok(k.spmm_bias_relu(gpu, 1.0, a, x, 0.0, y, bias)?) };
+        let times = time_launches::<anyhow::Error>(gpu, &mut launch, 2, reps, 0.5)
+            .map_err(|e| format!("{e:#}"))?;
+        let median = stats(&times).ok_or("not timed")?.median;
+        Ok((err, median))
+    }
+}
+
+impl SpmmSource for LayerSource<'_> {
+    fn samples(&self) -> usize {
+        1
+    }
+
+    fn measure(
+        &mut self,
+        v: &SpmmVariant,
+        _n: usize,
+        reps: u32,
+    ) -> Result<(Vec<SampleResult>, f64), SearchError> {
+        let t0 = Instant::now();
+        let r = match self.check_and_time(v, reps) {
+            Ok((err, us)) => SampleResult {
+                correct: true,
+                rel_err: err,
+                gbs: self.bytes / us / 1e3,
+                median_us: us,
+                error: None,
+            },
+            Err(e) => SampleResult {
+                correct: false,
+                rel_err: f64::INFINITY,
+                gbs: 0.0,
+                median_us: f64::INFINITY,
+                error: Some(e),
+            },
+        };
+        Ok((vec![r], t0.elapsed().as_secs_f64()))
+    }
+}
+
+/// Our fused SpMM for the layer, chosen by the product's measured search
+/// (`search_spmm` over the prior's ranking of the whole space, as a build
+/// runs it, on the fused entry): the kernel, its variant and its
+/// microseconds (re-timed), and the candidates measured.
 fn pick_variant(
     gpu: &Gpu,
     a_hat: &Csr,
@@ -130,48 +226,50 @@ fn pick_variant(
     bias: &DeviceVec<f32>,
     b64: &[f64],
     fo: usize,
-) -> Result<(RuntimeSpmm<f32>, String, f64)> {
+) -> Result<(RuntimeSpmm<f32>, String, f64, usize)> {
     let t: Vec<f32> = random_dense(a_hat.cols() * fo, 0x6c_0002);
-    let mut dref = DeviceReference::upload(
+    let dref = DeviceReference::upload(
         gpu,
         &Reference::new(a_hat, &t, fo, DenseLayout::RowMajor, Some(b64)),
     )?;
-    let x = DeviceDense::from_host(gpu, a_hat.cols(), fo, DenseLayout::RowMajor, &t)?;
-    let mut y = DeviceDense::<f32>::zeros(gpu, a_hat.rows(), fo, DenseLayout::RowMajor)?;
-    let key = (ValueType::F32, DenseLayout::RowMajor, fo);
-    let features = Features::compute(a_hat);
-    let jobs: Vec<_> = spmm_prior_for(&features, ValueType::F32, fo, DenseLayout::RowMajor)
-        .into_iter()
-        .take(GCN_CANDIDATES)
-        .map(|v| (key, v))
-        .collect();
-    let specs = compile_all(&jobs, &gpu.arch(), EPILOGUES);
-    let mut best: Option<(RuntimeSpmm<f32>, String, f64)> = None;
-    for ((_, v), spec) in jobs.iter().zip(specs) {
-        let Ok(spec) = spec else { continue };
-        let k = RuntimeSpmm::<f32>::from_spec(spec)?;
-        // SAFETY: used on the Gpu's stream within this call.
-        poison(gpu, unsafe { y.raw_mut() })?;
-        if k.spmm_bias_relu(gpu, 1.0, a, &x, 0.0, &mut y, bias)
-            .is_err()
-        {
-            continue;
-        }
-        // SAFETY: as above.
-        let err = dref.max_row_rel_err(unsafe { y.raw() }, DenseLayout::RowMajor, fo)?;
-        if err > tolerance(ValueType::F32) {
-            continue;
-        }
-        let mut launch =
-            || -> Result<()> { Ok(k.spmm_bias_relu(gpu, 1.0, a, &x, 0.0, &mut y, bias)?) };
-        let times = time_launches::<anyhow::Error>(gpu, &mut launch, 2, 10, 0.5)?;
-        if let Some(s) = stats(&times)
-            && best.as_ref().is_none_or(|b| s.median < b.2)
-        {
-            best = Some((k, v.id(), s.median));
+    let order = spmm_prior_for(
+        &Features::compute(a_hat),
+        ValueType::F32,
+        fo,
+        DenseLayout::RowMajor,
+    );
+    let mut ahead = scouts(&order);
+    for v in order.iter().take(GCN_PRECOMPILE) {
+        if !ahead.contains(v) {
+            ahead.push(*v);
         }
     }
-    best.ok_or_else(|| anyhow!("no SpMM variant passed the fused check"))
+    let key = (ValueType::F32, DenseLayout::RowMajor, fo);
+    let jobs: Vec<_> = ahead.iter().map(|v| (key, *v)).collect();
+    let built = compile_all(&jobs, &gpu.arch(), EPILOGUES);
+    let mut src = LayerSource {
+        gpu,
+        a,
+        x: DeviceDense::from_host(gpu, a_hat.cols(), fo, DenseLayout::RowMajor, &t)?,
+        y: DeviceDense::<f32>::zeros(gpu, a_hat.rows(), fo, DenseLayout::RowMajor)?,
+        bias,
+        dref,
+        fo,
+        bytes: spmm_bytes(a_hat.rows(), a_hat.cols(), a_hat.nnz(), fo, 4) as f64,
+        specs: ahead.into_iter().zip(built).collect(),
+    };
+    let cfg = SpmmSearchConfig {
+        budget_seconds: GCN_SEARCH_SECONDS,
+        ..SpmmSearchConfig::default()
+    };
+    let out = search_spmm(&[(fo, order)], &mut src, &cfg)
+        .map_err(|e| anyhow!("the layer's SpMM search failed: {e}"))?;
+    let w = &out.widths[0];
+    let (_, us) = src
+        .check_and_time(&w.winner, cfg.final_reps)
+        .map_err(|e| anyhow!("re-timing {}: {e}", w.winner.id()))?;
+    let k = src.kernel(&w.winner).map_err(|e| anyhow!(e))?;
+    Ok((k, w.winner.id(), us, w.candidates))
 }
 
 /// Runs one layer case: ours and the vendor's, each checked and timed.
@@ -201,7 +299,7 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
     drop(t64);
     let a = DeviceCsr::<f32>::upload_with(gpu, &a_hat, Layouts::NONE)?;
     let dbias = DeviceVec::from_host(gpu, &bias)?;
-    let (k, variant, spmm_us) = pick_variant(gpu, &a_hat, &a, &dbias, &b64, f)?;
+    let (k, variant, spmm_us, candidates) = pick_variant(gpu, &a_hat, &a, &dbias, &b64, f)?;
     let blas = Blas::new(gpu)?;
     // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
     let stream = unsafe { gpu.stream() };
@@ -228,7 +326,8 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
     };
     let v = run_gcn(gpu, &layer, &mut layer_ref, reps)?;
     eprintln!(
-        "  ours {ours_us:.1} us/layer ({variant}), vendor {:.1} ({}); error {ours_err:.1e} vs {:.1e}",
+        "  ours {ours_us:.1} us/layer ({variant}, {candidates} candidates searched), vendor {:.1} \
+         ({}); error {ours_err:.1e} vs {:.1e}",
         v.us_per_layer, v.alg, v.max_row_rel_err
     );
     Ok(GcnCase {
@@ -238,6 +337,7 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
         f_in: f,
         f_out: f,
         variant,
+        search_candidates: candidates,
         ours_us_per_layer: ours_us,
         vendor_us_per_layer: v.us_per_layer,
         speedup: v.us_per_layer / ours_us,

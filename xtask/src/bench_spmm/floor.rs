@@ -3,7 +3,8 @@
 //! its order (`floor.cu`: the CSR arrays streamed once, the whole X row of
 //! every nonzero gathered in CSR order, `Y` written once, no row structure,
 //! no reuse beyond what L1 and L2 keep by themselves). For column-major X the
-//! rows are gathered column by column ([`group_lanes`]).
+//! rows are gathered column by column, every (nonzero, column chunk) pair in
+//! parallel ([`group_lanes`]).
 //!
 //! Why it bounds CSR kernels: a kernel that reads X only through the
 //! caches must fetch, per nonzero, the N values of its X row; balanced
@@ -28,6 +29,9 @@ const BLOCK: u32 = 256;
 /// Nonzeros in flight per lane group (`FLOOR_UNROLL` in the source).
 const UNROLL: usize = 4;
 
+/// Columns per lane of the column-major floor (`FLOOR_COL_CHUNK`).
+const COL_CHUNK: usize = 8;
+
 /// Values per vector load: 4 f32 / 2 f64 for row-major X when `n` is a
 /// multiple of it, else 1.
 pub fn vector_width(value: ValueType, n: usize, layout: DenseLayout) -> usize {
@@ -41,12 +45,14 @@ pub fn vector_width(value: ValueType, n: usize, layout: DenseLayout) -> usize {
 
 /// Lanes per nonzero. Row-major: the power of two covering `n / vw` lanes,
 /// at most 32 (a nonzero's X row read by neighbouring lanes). Column-major:
-/// 1, each lane looping over the columns of its nonzero, so a warp reads one
-/// column of X for 32 neighbouring nonzeros at a time (an SpMV's gather,
+/// 1, a lane per (nonzero, chunk of [`COL_CHUNK`] columns), so a warp reads
+/// one column of X for 32 neighbouring nonzeros at a time (an SpMV's gather,
 /// column by column): the order in which a column-wise kernel reads X.
 /// Gathering whole rows of column-major X instead (one sector per value)
-/// measured 3.3x slower than cuSPARSE's column-wise algorithm, so it bounds
-/// nothing.
+/// measured 3.3x slower than cuSPARSE's column-wise algorithm, and one lane
+/// looping over all the columns of its nonzero was a latency chain (45x
+/// cuSPARSE's time on a 7k-nonzero matrix at N = 256): neither bounds
+/// anything.
 pub fn group_lanes(n: usize, vw: usize, layout: DenseLayout) -> usize {
     match layout {
         DenseLayout::RowMajor => n.div_ceil(vw.max(1)).next_power_of_two().clamp(1, 32),
@@ -115,8 +121,12 @@ pub fn floor_us<T: Scalar>(
         .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
         .context("occupancy of the floor kernel")?
         .max(1) as usize;
-    let groups_per_block = BLOCK as usize / g;
-    let want = a.nnz().div_ceil(groups_per_block * UNROLL).max(1);
+    let want = match layout {
+        DenseLayout::RowMajor => a.nnz().div_ceil(BLOCK as usize / g * UNROLL),
+        // One lane per (nonzero, chunk of columns): `spmm_floor_col`.
+        DenseLayout::ColMajor => (a.nnz() * n.div_ceil(COL_CHUNK)).div_ceil(BLOCK as usize),
+    }
+    .max(1);
     let cfg = LaunchConfig {
         grid_dim: (want.min(gpu.sm_count() * per_sm).max(1) as u32, 1, 1),
         block_dim: (BLOCK, 1, 1),

@@ -206,8 +206,8 @@ pub fn markdown(r: &Report) -> String {
          of the traffic every CSR SpMM must do in the matrix's order without reusing X rows \
          beyond what the caches keep by themselves: the CSR arrays streamed once, the whole X \
          row of every nonzero gathered in CSR order (balanced, vector loads, several nonzeros \
-         in flight per lane group; for column-major X one lane per nonzero looping over the \
-         columns, so a warp gathers one column at a time), Y written once; `floor / ours` \
+         in flight per lane group; for column-major X one lane per nonzero and chunk of 8 \
+         columns, so a warp gathers one column for 32 neighbouring nonzeros), Y written once; `floor / ours` \
          above 1 means ours reuses X rows explicitly, below 1 is room. Latency-bound: the case's compulsory bytes fit in \
          L2 (rotated X/Y copies keep it from being served by the previous call).\n\n",
         r.gpu,
