@@ -56,6 +56,10 @@ pub struct GcnCase {
     pub speedup: f64,
     /// Our fused SpMM alone, microseconds.
     pub ours_spmm_us: f64,
+    /// The same variant's plain entry (`Y = Â T`, no epilogue), microseconds
+    /// (absent in reports of older runs).
+    #[serde(default)]
+    pub ours_spmm_plain_us: Option<f64>,
     /// cuSPARSE's SpMM alone (best algorithm), microseconds.
     pub vendor_spmm_us: f64,
     /// The cuSPARSE algorithm.
@@ -183,6 +187,37 @@ impl LayerSource<'_> {
     }
 }
 
+impl LayerSource<'_> {
+    /// The plain entry of `v` (no epilogue: `Y = A X`) on the layer's
+    /// operands, checked against float64 without the bias and ReLU, then
+    /// timed: what the fused entry costs over the plain one on this matrix.
+    fn check_and_time_plain(
+        &mut self,
+        v: &SpmmVariant,
+        plain: &mut DeviceReference,
+        reps: u32,
+    ) -> Result<f64, String> {
+        let k = self.kernel(v)?;
+        let (gpu, a) = (self.gpu, self.a);
+        let (x, y) = (&self.x, &mut self.y);
+        // SAFETY: used on the Gpu's stream within this call.
+        poison(gpu, unsafe { y.raw_mut() }).map_err(|e| format!("{e:#}"))?;
+        k.spmm(gpu, 1.0, a, x, 0.0, y)
+            .map_err(|e| format!("launch: {e}"))?;
+        // SAFETY: as above.
+        let err = plain
+            .max_row_rel_err(unsafe { y.raw() }, DenseLayout::RowMajor, self.fo)
+            .map_err(|e| format!("{e:#}"))?;
+        if err > tolerance(ValueType::F32) {
+            return Err(format!("plain entry: max row error {err:.2e}"));
+        }
+        let mut launch = || -> Result<()> { Ok(k.spmm(gpu, 1.0, a, x, 0.0, y)?) };
+        let times = time_launches::<anyhow::Error>(gpu, &mut launch, 2, reps, 0.5)
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(stats(&times).ok_or("not timed")?.median)
+    }
+}
+
 impl SpmmSource for LayerSource<'_> {
     fn samples(&self) -> usize {
         1
@@ -217,8 +252,7 @@ impl SpmmSource for LayerSource<'_> {
 
 /// Our fused SpMM for the layer, chosen by the product's measured search
 /// (`search_spmm` over the prior's ranking of the whole space, as a build
-/// runs it, on the fused entry): the kernel, its variant and its
-/// microseconds (re-timed), and the candidates measured.
+/// runs it, on the fused entry), re-timed, and its plain entry timed too.
 fn pick_variant(
     gpu: &Gpu,
     a_hat: &Csr,
@@ -226,7 +260,7 @@ fn pick_variant(
     bias: &DeviceVec<f32>,
     b64: &[f64],
     fo: usize,
-) -> Result<(RuntimeSpmm<f32>, String, f64, usize)> {
+) -> Result<Picked> {
     let t: Vec<f32> = random_dense(a_hat.cols() * fo, 0x6c_0002);
     let dref = DeviceReference::upload(
         gpu,
@@ -268,8 +302,33 @@ fn pick_variant(
     let (_, us) = src
         .check_and_time(&w.winner, cfg.final_reps)
         .map_err(|e| anyhow!("re-timing {}: {e}", w.winner.id()))?;
+    let mut plain = DeviceReference::upload(
+        gpu,
+        &Reference::new(a_hat, &t, fo, DenseLayout::RowMajor, None),
+    )?;
+    let plain_us = src
+        .check_and_time_plain(&w.winner, &mut plain, cfg.final_reps)
+        .map_err(|e| anyhow!("{}: {e}", w.winner.id()))?;
     let k = src.kernel(&w.winner).map_err(|e| anyhow!(e))?;
-    Ok((k, w.winner.id(), us, w.candidates))
+    Ok(Picked {
+        kernel: k,
+        variant: w.winner.id(),
+        us,
+        plain_us,
+        candidates: w.candidates,
+    })
+}
+
+/// What [`pick_variant`] chose.
+struct Picked {
+    kernel: RuntimeSpmm<f32>,
+    variant: String,
+    /// The fused entry's microseconds.
+    us: f64,
+    /// The same variant's plain entry (`Y = A X`), microseconds.
+    plain_us: f64,
+    /// Candidates the search measured.
+    candidates: usize,
 }
 
 /// Runs one layer case: ours and the vendor's, each checked and timed.
@@ -299,7 +358,13 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
     drop(t64);
     let a = DeviceCsr::<f32>::upload_with(gpu, &a_hat, Layouts::NONE)?;
     let dbias = DeviceVec::from_host(gpu, &bias)?;
-    let (k, variant, spmm_us, candidates) = pick_variant(gpu, &a_hat, &a, &dbias, &b64, f)?;
+    let Picked {
+        kernel: k,
+        variant,
+        us: spmm_us,
+        plain_us,
+        candidates,
+    } = pick_variant(gpu, &a_hat, &a, &dbias, &b64, f)?;
     let blas = Blas::new(gpu)?;
     // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
     let stream = unsafe { gpu.stream() };
@@ -326,9 +391,10 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
     };
     let v = run_gcn(gpu, &layer, &mut layer_ref, reps)?;
     eprintln!(
-        "  ours {ours_us:.1} us/layer ({variant}, {candidates} candidates searched), vendor {:.1} \
-         ({}); error {ours_err:.1e} vs {:.1e}",
-        v.us_per_layer, v.alg, v.max_row_rel_err
+        "  ours {ours_us:.1} us/layer ({variant}, {candidates} candidates searched; its SpMM \
+         {spmm_us:.1} us fused, {plain_us:.1} us plain), vendor {:.1} ({}; its SpMM {:.1} us); \
+         error {ours_err:.1e} vs {:.1e}",
+        v.us_per_layer, v.alg, v.spmm_us, v.max_row_rel_err
     );
     Ok(GcnCase {
         name: name.into(),
@@ -342,6 +408,7 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
         vendor_us_per_layer: v.us_per_layer,
         speedup: v.us_per_layer / ours_us,
         ours_spmm_us: spmm_us,
+        ours_spmm_plain_us: Some(plain_us),
         vendor_spmm_us: v.spmm_us,
         vendor_alg: v.alg,
         ours_max_row_rel_err: ours_err,
