@@ -38,6 +38,7 @@ pub mod net;
 pub mod pick;
 pub mod provenance;
 pub mod spmm;
+pub mod spmm_records;
 #[cfg(feature = "train")]
 pub mod synthetic;
 #[cfg(feature = "train")]
@@ -47,6 +48,7 @@ pub use net::{LearnedPolicy, PolicyError};
 pub use spmm::{
     SPMM_PRIOR_VERSION, spmm_prior, spmm_prior_for, spmm_prior_score, spmm_template_rule,
 };
+pub use spmm_records::{SPMM_RECORDS_VERSION, SpmmRecords, knn_vector, spmm_record_pick};
 
 use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
 

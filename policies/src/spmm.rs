@@ -1,10 +1,11 @@
 //! The SpMM prior: a documented cost model that ranks `spmm_space(n,
 //! layout)` for a matrix, and the SpMM template rule (the baseline).
 //!
-//! The learned policy does not cover SpMM yet (its vocabulary is the SpMV
-//! space; no SpMM dataset has been collected and trained on): SpMM builds
-//! rank with this prior, and [`SPMM_PRIOR_VERSION`] goes into their cache
-//! keys.
+//! The learned (neural) policy does not cover SpMM (its vocabulary is the
+//! SpMV space): the measured SpMM search ranks with this prior, and a build
+//! without a GPU takes its first variant where the measured records
+//! ([`crate::spmm_records`]) do not cover the value type and layout.
+//! [`SPMM_PRIOR_VERSION`] goes into SpMM cache keys.
 
 use crate::row_quantile;
 use sparserl_rt::dense::DenseLayout;

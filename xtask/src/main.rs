@@ -28,6 +28,8 @@ mod provision;
 mod ptxas;
 mod retune;
 mod retune_spmm;
+mod spmm_loco;
+mod spmm_records;
 mod test;
 mod vector_ptx;
 
@@ -76,6 +78,8 @@ enum Cmd {
     Coverage(coverage::Args),
     /// Leave-one-class-out evaluation of training on the measured datasets (libtorch, CPU).
     PolicyLoco(policy::TrainArgs),
+    /// The SpMM records a no-GPU build picks from: build them from benchmark reports, judge them.
+    SpmmRecords(spmm_records::Args),
     /// Whole iterations: CG and PageRank, ours vs cuSPARSE + cuBLAS.
     BenchApp(bench_app::Args),
     /// Check every fused-epilogue variant and CUDA-graph replay on a GPU.
@@ -109,6 +113,7 @@ fn main() -> Result<()> {
         Cmd::EvalClasses(a) => policy_classes::run(a),
         Cmd::Coverage(a) => coverage::run(a),
         Cmd::PolicyLoco(a) => policy::loco(a),
+        Cmd::SpmmRecords(a) => spmm_records::run(a),
         Cmd::VectorPtx(a) => vector_ptx::run(a),
         Cmd::BenchApp(a) => bench_app::run(a),
         Cmd::FusedCheck(a) => bench_app::check::command(a),

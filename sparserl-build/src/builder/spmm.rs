@@ -11,9 +11,12 @@ use crate::entry_spmm::{SpmmArchImage, SpmmEntry, SpmmKernelReport, SpmmModuleEn
 use crate::lock::LockFile;
 use crate::lock_spmm::SpmmLockEntry;
 use crate::search::spmm::{SpmmSearchConfig, SpmmTuneOutcome};
-use sparserl_policies::{SPMM_PRIOR_VERSION, spmm_prior_for, spmm_prior_score};
-use sparserl_rt::spmm::SpmmVariant;
-use sparserl_rt::{Features, Provenance};
+use sparserl_policies::{
+    SPMM_PRIOR_VERSION, SpmmRecords, spmm_prior_for, spmm_prior_score, spmm_record_pick,
+};
+use sparserl_rt::dense::DenseLayout;
+use sparserl_rt::spmm::{SpmmVariant, spmm_space};
+use sparserl_rt::{Features, Provenance, ValueType};
 use std::cell::Cell;
 use std::path::Path;
 use std::time::Instant;
@@ -83,7 +86,10 @@ impl Builder {
             ),
             (None, Mode::Off, _) => "fallback".to_string(),
             (None, Mode::Full, Some(g)) => format!("measured:{}:{}", g.name(), b.budget),
-            _ => format!("policy:{SPMM_PRIOR_VERSION}"),
+            _ => format!(
+                "policy:{SPMM_PRIOR_VERSION}+{}",
+                SpmmRecords::embedded_fingerprint()
+            ),
         };
         let columns: Vec<String> = s.columns.iter().map(|n| n.to_string()).collect();
         let mut key = KeyBuilder::new();
@@ -236,25 +242,21 @@ impl Builder {
             (Mode::Full, Some(g)) => self.measure_spmm(b, g, decl, s, samples, first),
             _ => {
                 announce_spmm_prior(b);
-                let picks = s
+                let picks: Vec<(Pick, bool)> = s
                     .columns
                     .iter()
-                    .map(|&n| {
-                        let ranked = spmm_prior_for(first, decl.value, n, s.dense);
-                        let variant = ranked.first().copied().unwrap_or(SpmmVariant::FALLBACK);
-                        let score = spmm_prior_score(&variant, first, decl.value, n, s.dense);
-                        Pick {
-                            n,
-                            variant,
-                            gbs: None,
-                            predicted: Some(score),
-                        }
-                    })
+                    .map(|&n| policy_pick(first, decl.value, n, s.dense))
                     .collect();
+                let from_records = picks.iter().filter(|p| p.1).count();
                 Ok(Chosen {
-                    picks,
+                    picks: picks.into_iter().map(|p| p.0).collect(),
                     provenance: Provenance::Policy,
-                    note: format!("SpMM prior pick ({SPMM_PRIOR_VERSION}), not measured"),
+                    note: format!(
+                        "SpMM no-GPU pick, not measured: {from_records} of {} widths from the \
+                         measured records ({}), the rest from the prior ({SPMM_PRIOR_VERSION})",
+                        s.columns.len(),
+                        SpmmRecords::embedded_fingerprint()
+                    ),
                     tuned_on: None,
                     trials: Vec::new(),
                 })
@@ -329,11 +331,37 @@ impl Builder {
     }
 }
 
+/// A no-GPU build's variant for width `n`: the nearest measured records'
+/// first ([`spmm_record_pick`]) where records of this value type and layout
+/// exist, else the prior's first (with its predicted fraction of copy
+/// bandwidth); and whether the records chose it.
+fn policy_pick(first: &Features, value: ValueType, n: usize, dense: DenseLayout) -> (Pick, bool) {
+    let space = spmm_space(n, dense);
+    if let Some((variant, _)) = spmm_record_pick(first, value, n, dense, &space) {
+        let pick = Pick {
+            n,
+            variant,
+            gbs: None,
+            predicted: None,
+        };
+        return (pick, true);
+    }
+    let ranked = spmm_prior_for(first, value, n, dense);
+    let variant = ranked.first().copied().unwrap_or(SpmmVariant::FALLBACK);
+    let pick = Pick {
+        n,
+        variant,
+        gbs: None,
+        predicted: Some(spmm_prior_score(&variant, first, value, n, dense)),
+    };
+    (pick, false)
+}
+
 /// Says once per build that SpMM variants come from the analytic prior.
 fn announce_spmm_prior(b: &SpmmBuild<'_>) {
     if !b.announced.replace(true) {
         b.log.detail(&format!(
-            "SpMM kernels are ranked by the analytic SpMM prior ({SPMM_PRIOR_VERSION}); the learned policy does not cover SpMM yet"
+            "SpMM kernels without a GPU: the nearest measured records' pick ({}) where they cover the value type and layout, else the analytic prior ({SPMM_PRIOR_VERSION}); the measured search ranks by the prior", SpmmRecords::embedded_fingerprint()
         ));
     }
 }

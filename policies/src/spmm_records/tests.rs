@@ -1,0 +1,126 @@
+//! Tests of the record pick.
+
+use super::*;
+use sparserl_rt::spmm::spmm_space;
+
+fn record(class: &str, vector: Vec<f64>, measured: Vec<(u32, f32)>) -> SpmmRecord {
+    SpmmRecord {
+        matrix: format!("m-{class}"),
+        class: class.into(),
+        value: ValueType::F32,
+        layout: DenseLayout::RowMajor,
+        n: 64,
+        vector,
+        measured,
+        prior: None,
+    }
+}
+
+/// Two clusters: near the origin variant 0 is best, far away variant 1.
+fn records() -> SpmmRecords {
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    let variants = vec![space[0].id(), space[1].id(), "not-a-variant".to_string()];
+    let mut records = Vec::new();
+    // As many records per cluster as a pick has neighbours.
+    for i in 0..NEIGHBOURS {
+        let x = i as f64 * 0.01;
+        records.push(record(
+            "near",
+            vec![x, 0.0],
+            vec![(0, 1.0), (1, 0.5), (2, 1.0)],
+        ));
+        records.push(record(
+            "far",
+            vec![10.0 + x, 10.0],
+            vec![(0, 0.4), (1, 1.0)],
+        ));
+    }
+    SpmmRecords {
+        source: vec!["test".into()],
+        variants,
+        records,
+    }
+}
+
+#[test]
+fn the_nearest_records_decide() {
+    let r = records();
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    let near = r.rank(
+        &[0.0, 0.0],
+        ValueType::F32,
+        DenseLayout::RowMajor,
+        &space,
+        None,
+    );
+    assert_eq!(near[0].0, space[0]);
+    let far = r.rank(
+        &[10.0, 10.0],
+        ValueType::F32,
+        DenseLayout::RowMajor,
+        &space,
+        None,
+    );
+    assert_eq!(far[0].0, space[1]);
+    // Unknown ids are skipped, every ranked variant is of the space.
+    assert!(near.iter().all(|(v, _)| space.contains(v)));
+}
+
+#[test]
+fn a_left_out_class_does_not_vote_and_votes_need_a_quorum() {
+    let r = records();
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    // Without the near class only the far records are left: variant 1.
+    let ranked = r.rank(
+        &[0.0, 0.0],
+        ValueType::F32,
+        DenseLayout::RowMajor,
+        &space,
+        Some("near"),
+    );
+    assert_eq!(ranked[0].0, space[1]);
+    // One record alone is below the quorum.
+    let one = SpmmRecords {
+        records: r.records[..1].to_vec(),
+        ..r.clone()
+    };
+    assert!(
+        one.rank(
+            &[0.0, 0.0],
+            ValueType::F32,
+            DenseLayout::RowMajor,
+            &space,
+            None
+        )
+        .is_empty()
+    );
+    // Another layout or value type has no records.
+    assert!(
+        r.rank(
+            &[0.0, 0.0],
+            ValueType::F64,
+            DenseLayout::RowMajor,
+            &space,
+            None
+        )
+        .is_empty()
+    );
+    assert!(!r.covers(ValueType::F32, DenseLayout::ColMajor));
+}
+
+#[test]
+fn the_embedded_records_parse_and_name_variants_of_the_space() {
+    let r = SpmmRecords::embedded().expect("the committed records parse");
+    assert!(!r.records.is_empty());
+    for id in &r.variants {
+        SpmmVariant::parse(id).unwrap_or_else(|e| panic!("{id}: {e}"));
+    }
+    for rec in &r.records {
+        assert_eq!(rec.vector.len(), knn_vector(&Features::default(), 1).len());
+        assert!(
+            rec.measured
+                .iter()
+                .all(|&(i, f)| (i as usize) < r.variants.len() && f > 0.0 && f <= 1.0)
+        );
+    }
+}

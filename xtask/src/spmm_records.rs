@@ -1,0 +1,246 @@
+//! `cargo xtask spmm-records`: builds the SpMM records a no-GPU build picks
+//! from (`build`: the benchmark's per-case reports plus the matrices, whose
+//! features are computed here) and judges that pick leave-one-class-out
+//! against the analytic prior on the same cases (`loco`, offline).
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use flate2::Compression;
+use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
+use serde::Serialize;
+use serde_json::Value;
+use sparserl_policies::spmm_records::{SpmmRecord, SpmmRecords, knn_vector};
+use sparserl_rt::dense::DenseLayout;
+use sparserl_rt::spmm::{SpmmVariant, spmm_space};
+use sparserl_rt::{Csr, Features, ValueType};
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `spmm-records`.
+#[derive(Parser)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build the records from `bench spmm` reports (`.json` or `.json.gz`).
+    Build {
+        /// Benchmark reports of the real-matrix suite.
+        #[arg(long, num_args = 1.., required = true)]
+        report: Vec<PathBuf>,
+        /// Folder of the reports' matrices (`NAME.mtx` or `NAME.mtx.gz`).
+        #[arg(long)]
+        matrices: PathBuf,
+        /// Output (gzipped JSON).
+        #[arg(long, default_value = "policies/spmm-records.json.gz")]
+        out: PathBuf,
+    },
+    /// Leave-one-class-out: the record pick against the prior's first variant.
+    Loco {
+        /// Records (gzipped JSON).
+        #[arg(long, default_value = "policies/spmm-records.json.gz")]
+        records: PathBuf,
+        /// Output stem (`.json` and `.md` are written).
+        #[arg(long, default_value = "docs/policy/spmm-loco-h200")]
+        out: PathBuf,
+    },
+}
+
+/// Runs `spmm-records`.
+pub fn run(args: Args) -> Result<()> {
+    match args.cmd {
+        Cmd::Build {
+            report,
+            matrices,
+            out,
+        } => build(&report, &matrices, &out),
+        Cmd::Loco { records, out } => crate::spmm_loco::run(&records, &out),
+    }
+}
+
+fn read_json(path: &Path) -> Result<Value> {
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut text = String::new();
+    if path.extension().is_some_and(|e| e == "gz") {
+        GzDecoder::new(file).read_to_string(&mut text)?;
+    } else {
+        BufReader::new(file).read_to_string(&mut text)?;
+    }
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+fn read_matrix(dir: &Path, name: &str) -> Result<Csr> {
+    let plain = dir.join(format!("{name}.mtx"));
+    if plain.exists() {
+        return Ok(sparserl_rt::mtx::read_matrix_market(&plain)?);
+    }
+    let gz = dir.join(format!("{name}.mtx.gz"));
+    let file = std::fs::File::open(&gz)
+        .with_context(|| format!("no {name}.mtx(.gz) in {}", dir.display()))?;
+    let reader = BufReader::new(GzDecoder::new(file));
+    Ok(sparserl_rt::mtx::read_matrix_market_from(reader, name)?)
+}
+
+/// Every correct variant's best median per case, as fractions of the case's fastest.
+fn fractions(row: &Value) -> BTreeMap<String, f64> {
+    let mut best: BTreeMap<String, f64> = BTreeMap::new();
+    for t in row["search_trials"].as_array().into_iter().flatten() {
+        let (Some(v), Some(us)) = (t["variant"].as_str(), t["median_us"].as_f64()) else {
+            continue;
+        };
+        if t["correct"].as_bool() == Some(true) && us > 0.0 {
+            let e = best.entry(v.to_string()).or_insert(f64::INFINITY);
+            *e = e.min(us);
+        }
+    }
+    let fastest = best.values().copied().fold(f64::INFINITY, f64::min);
+    best.into_iter().map(|(v, us)| (v, fastest / us)).collect()
+}
+
+fn build(reports: &[PathBuf], matrices: &Path, out: &Path) -> Result<()> {
+    let mut variants: Vec<String> = Vec::new();
+    let mut index: HashMap<String, u32> = HashMap::new();
+    let mut features: HashMap<String, Features> = HashMap::new();
+    let mut records = Vec::new();
+    let mut source = Vec::new();
+    for path in reports {
+        let rep = read_json(path)?;
+        source.push(format!(
+            "{} (commit {}, {}, {})",
+            path.file_name()
+                .map_or(String::new(), |f| f.to_string_lossy().into_owned()),
+            rep["commit"].as_str().unwrap_or("?"),
+            rep["gpu"].as_str().unwrap_or("?"),
+            rep["policy"].as_str().unwrap_or("?")
+        ));
+        for row in rep["rows"].as_array().into_iter().flatten() {
+            if let Some(r) = record(row, matrices, &mut features, &mut variants, &mut index)? {
+                records.push(r);
+            }
+        }
+        eprintln!("{}: {} records so far", path.display(), records.len());
+    }
+    if records.is_empty() {
+        bail!("no measured case in the reports");
+    }
+    let all = SpmmRecords {
+        source,
+        variants,
+        records,
+    };
+    let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+    gz.write_all(serde_json::to_string(&all)?.as_bytes())?;
+    std::fs::write(out, gz.finish()?).with_context(|| format!("writing {}", out.display()))?;
+    println!(
+        "wrote {} ({} records, {} variants)",
+        out.display(),
+        all.records.len(),
+        all.variants.len()
+    );
+    Ok(())
+}
+
+fn record(
+    row: &Value,
+    matrices: &Path,
+    features: &mut HashMap<String, Features>,
+    variants: &mut Vec<String>,
+    index: &mut HashMap<String, u32>,
+) -> Result<Option<SpmmRecord>> {
+    let (Some(name), Some(n)) = (row["matrix"].as_str(), row["n"].as_u64()) else {
+        return Ok(None);
+    };
+    let value = match row["value"].as_str() {
+        Some("f32") => Some(ValueType::F32),
+        Some("f64") => Some(ValueType::F64),
+        _ => None,
+    };
+    let layout = row["layout"].as_str().and_then(DenseLayout::parse);
+    let (Some(value), Some(layout)) = (value, layout) else {
+        return Ok(None);
+    };
+    let fr = fractions(row);
+    if fr.is_empty() {
+        return Ok(None);
+    }
+    if !features.contains_key(name) {
+        let csr = read_matrix(matrices, name)?;
+        features.insert(name.to_string(), Features::compute(&csr));
+    }
+    let mut measured = Vec::with_capacity(fr.len());
+    for (v, f) in fr {
+        let i = *index.entry(v.clone()).or_insert_with(|| {
+            variants.push(v);
+            (variants.len() - 1) as u32
+        });
+        measured.push((i, f as f32));
+    }
+    Ok(Some(SpmmRecord {
+        matrix: name.to_string(),
+        class: row["class"].as_str().unwrap_or("unknown").to_string(),
+        value,
+        layout,
+        n: n as usize,
+        vector: knn_vector(&features[name], n as usize),
+        measured,
+        prior: row["prior_variant"].as_str().map(str::to_string),
+    }))
+}
+
+/// One leave-one-class-out judgement: a case and the two picks' fractions
+/// (`None` where the benchmark's search did not measure the pick).
+#[derive(Debug, Clone, Serialize)]
+pub struct Judged {
+    /// Matrix.
+    pub matrix: String,
+    /// Class.
+    pub class: String,
+    /// `f32 row-major` etc.
+    pub key: String,
+    /// Width.
+    pub n: usize,
+    /// The record pick (records of other classes only).
+    pub record_pick: Option<String>,
+    /// Its fraction of the case's fastest measured time.
+    pub record_fraction: Option<f64>,
+    /// The prior's first variant (as the report's run ranked it).
+    pub prior_pick: Option<String>,
+    /// Its fraction.
+    pub prior_fraction: Option<f64>,
+}
+
+/// Judges every record with the records of the other classes.
+pub fn judge(all: &SpmmRecords) -> Vec<Judged> {
+    all.records
+        .iter()
+        .map(|r| {
+            let space = spmm_space(r.n, r.layout);
+            let frac = |v: &SpmmVariant| {
+                let id = v.id();
+                r.measured
+                    .iter()
+                    .find(|(i, _)| all.variants[*i as usize] == id)
+                    .map(|&(_, f)| f64::from(f))
+            };
+            let pick = all
+                .rank(&r.vector, r.value, r.layout, &space, Some(&r.class))
+                .first()
+                .map(|p| p.0);
+            let prior = r.prior.as_deref().and_then(|p| SpmmVariant::parse(p).ok());
+            Judged {
+                matrix: r.matrix.clone(),
+                class: r.class.clone(),
+                key: format!("{} {}", r.value, r.layout.as_str()),
+                n: r.n,
+                record_pick: pick.map(|p| p.id()),
+                record_fraction: pick.as_ref().and_then(frac),
+                prior_pick: prior.map(|p| p.id()),
+                prior_fraction: prior.as_ref().and_then(frac),
+            }
+        })
+        .collect()
+}
