@@ -11,7 +11,7 @@ use crate::builder::COMPILE_OPTIONS;
 use crate::codegen::spmm::generate_spmm;
 use crate::descriptor::SpmmDecl;
 use crate::gpu::GpuTuner;
-use crate::search::spmm::scouts;
+use crate::search::spmm::search_head;
 use crate::search::spmm::{SpmmSearchConfig, SpmmSource, SpmmTuneOutcome, search_spmm};
 use crate::search::{SampleResult, SearchError};
 use sparserl_rt::dense::DenseLayout;
@@ -80,13 +80,9 @@ fn precompile(
     let jobs: Vec<(SpmmVariant, usize)> = candidates
         .iter()
         .flat_map(|(n, list)| {
-            let mut head = scouts(list);
-            for v in list.iter().take(PRECOMPILE_PER_WIDTH) {
-                if !head.contains(v) {
-                    head.push(*v);
-                }
-            }
-            head.into_iter().map(move |v| (v, *n))
+            search_head(list, PRECOMPILE_PER_WIDTH)
+                .into_iter()
+                .map(move |v| (v, *n))
         })
         .collect();
     let t0 = Instant::now();

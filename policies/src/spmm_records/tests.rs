@@ -112,6 +112,14 @@ fn a_left_out_class_does_not_vote_and_votes_need_a_quorum() {
 fn the_embedded_records_parse_and_name_variants_of_the_space() {
     let r = SpmmRecords::embedded().expect("the committed records parse");
     assert!(!r.records.is_empty());
+    for (value, layout) in [
+        (ValueType::F32, DenseLayout::RowMajor),
+        (ValueType::F32, DenseLayout::ColMajor),
+        (ValueType::F64, DenseLayout::RowMajor),
+    ] {
+        assert!(r.covers(value, layout), "{value} {layout:?}");
+    }
+    assert!(SpmmRecords::embedded_fingerprint().starts_with(SPMM_RECORDS_VERSION));
     for id in &r.variants {
         SpmmVariant::parse(id).unwrap_or_else(|e| panic!("{id}: {e}"));
     }

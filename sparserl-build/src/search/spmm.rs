@@ -359,6 +359,19 @@ pub fn scouts(list: &[SpmmVariant]) -> Vec<SpmmVariant> {
     out
 }
 
+/// What a search measures first whatever its budget: the [`scouts`], then
+/// the rest of `list`'s first `k`, without repeats (the candidates worth
+/// compiling ahead).
+pub fn search_head(list: &[SpmmVariant], k: usize) -> Vec<SpmmVariant> {
+    let mut head = scouts(list);
+    for v in list.iter().take(k) {
+        if !head.contains(v) {
+            head.push(*v);
+        }
+    }
+    head
+}
+
 /// The variants of `list` that differ from `v` in one knob (same strategy:
 /// block, group, vector width, coarsening, tile, items, unroll or the load
 /// path), in `list`'s order.

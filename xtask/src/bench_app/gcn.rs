@@ -16,7 +16,7 @@ use crate::bench_spmm::ours::{Built, RuntimeSpmm, compile_all};
 use crate::bench_spmm::rowerr::{DeviceReference, poison};
 use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
-use sparserl_build::search::spmm::{SpmmSearchConfig, SpmmSource, scouts, search_spmm};
+use sparserl_build::search::spmm::{SpmmSearchConfig, SpmmSource, search_head, search_spmm};
 use sparserl_build::search::{SampleResult, SearchError};
 use sparserl_policies::spmm_prior_for;
 use sparserl_rt::dense::{DenseLayout, DeviceDense};
@@ -272,12 +272,7 @@ fn pick_variant(
         fo,
         DenseLayout::RowMajor,
     );
-    let mut ahead = scouts(&order);
-    for v in order.iter().take(GCN_PRECOMPILE) {
-        if !ahead.contains(v) {
-            ahead.push(*v);
-        }
-    }
+    let ahead = search_head(&order, GCN_PRECOMPILE);
     let key = (ValueType::F32, DenseLayout::RowMajor, fo);
     let jobs: Vec<_> = ahead.iter().map(|v| (key, *v)).collect();
     let built = compile_all(&jobs, &gpu.arch(), EPILOGUES);

@@ -193,6 +193,11 @@ mod tests {
     }
 
     #[test]
+    fn the_column_chunk_matches_the_source() {
+        assert!(SOURCE.contains(&format!("#define FLOOR_COL_CHUNK {COL_CHUNK}\n")));
+    }
+
+    #[test]
     fn every_entry_is_in_the_source() {
         for v in [ValueType::F32, ValueType::F64] {
             for l in [DenseLayout::RowMajor, DenseLayout::ColMajor] {

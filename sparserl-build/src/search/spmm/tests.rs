@@ -354,3 +354,21 @@ fn every_family_is_measured_before_the_climb() {
     assert_eq!(explored.len(), 4, "{explored:?}");
     assert!(!out.trials.iter().any(|t| t.phase == "climb"));
 }
+
+#[test]
+fn the_head_is_the_scouts_then_the_first_of_the_list() {
+    let mut list = spmm_space(64, DenseLayout::RowMajor);
+    list.sort_by_key(|v| v.strategy != SpmmStrategy::RowWarp);
+    let head = search_head(&list, 5);
+    assert_eq!(&head[..3], &scouts(&list)[..]);
+    // The list's first 5 are row-warp variants; its first is a scout already.
+    assert_eq!(head.len(), 3 + 4);
+    for v in list.iter().take(5) {
+        assert!(head.contains(v), "{v}");
+    }
+    let mut sorted = head.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), head.len(), "no repeats");
+    assert!(search_head(&[], 5).is_empty());
+}
