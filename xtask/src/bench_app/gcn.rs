@@ -146,6 +146,8 @@ struct LayerSource<'a> {
     y: DeviceDense<f32>,
     bias: &'a DeviceVec<f32>,
     dref: DeviceReference,
+    /// The layer's SpMM without bias and ReLU (for the plain entry's check).
+    plain: Option<DeviceReference>,
     fo: usize,
     bytes: f64,
     specs: HashMap<SpmmVariant, Built>,
@@ -163,58 +165,41 @@ impl LayerSource<'_> {
         RuntimeSpmm::<f32>::from_spec(spec).map_err(|e| format!("{e:#}"))
     }
 
-    fn check_and_time(&mut self, v: &SpmmVariant, reps: u32) -> Result<(f64, f64), String> {
+    /// `v`'s fused entry (bias-relu, checked against `dref`) or its plain
+    /// entry (`Y = A X`, against `plain`) on a NaN-poisoned Y, checked per
+    /// row against float64, then timed: (error, median microseconds).
+    fn check_and_time(
+        &mut self,
+        v: &SpmmVariant,
+        fused: bool,
+        reps: u32,
+    ) -> Result<(f64, f64), String> {
         let k = self.kernel(v)?;
-        let (gpu, a, bias) = (self.gpu, self.a, self.bias);
+        let (gpu, a, bias, fo) = (self.gpu, self.a, self.bias, self.fo);
         let (x, y) = (&self.x, &mut self.y);
+        let reference = match fused {
+            true => &mut self.dref,
+            false => self.plain.as_mut().ok_or("no plain reference")?,
+        };
+        let run = |y: &mut DeviceDense<f32>| match fused {
+            true => k.spmm_bias_relu(gpu, 1.0, a, x, 0.0, y, bias),
+            false => k.spmm(gpu, 1.0, a, x, 0.0, y),
+        };
         // SAFETY: used on the Gpu's stream within this call.
         poison(gpu, unsafe { y.raw_mut() }).map_err(|e| format!("{e:#}"))?;
-        k.spmm_bias_relu(gpu, 1.0, a, x, 0.0, y, bias)
-            .map_err(|e| format!("launch: {e}"))?;
+        run(y).map_err(|e| format!("launch: {e}"))?;
         // SAFETY: as above.
-        let err = self
-            .dref
-            .max_row_rel_err(unsafe { y.raw() }, DenseLayout::RowMajor, self.fo)
+        let err = reference
+            .max_row_rel_err(unsafe { y.raw() }, DenseLayout::RowMajor, fo)
             .map_err(|e| format!("{e:#}"))?;
         if err > tolerance(ValueType::F32) {
             return Err(format!("max row error {err:.2e}"));
         }
-        let mut launch = || -> Result<()> { Ok(k.spmm_bias_relu(gpu, 1.0, a, x, 0.0, y, bias)?) };
+        let mut launch = || -> Result<()> { Ok(run(y)?) };
         let times = time_launches::<anyhow::Error>(gpu, &mut launch, 2, reps, 0.5)
             .map_err(|e| format!("{e:#}"))?;
         let median = stats(&times).ok_or("not timed")?.median;
         Ok((err, median))
-    }
-}
-
-impl LayerSource<'_> {
-    /// The plain entry of `v` (no epilogue: `Y = A X`) on the layer's
-    /// operands, checked against float64 without the bias and ReLU, then
-    /// timed: what the fused entry costs over the plain one on this matrix.
-    fn check_and_time_plain(
-        &mut self,
-        v: &SpmmVariant,
-        plain: &mut DeviceReference,
-        reps: u32,
-    ) -> Result<f64, String> {
-        let k = self.kernel(v)?;
-        let (gpu, a) = (self.gpu, self.a);
-        let (x, y) = (&self.x, &mut self.y);
-        // SAFETY: used on the Gpu's stream within this call.
-        poison(gpu, unsafe { y.raw_mut() }).map_err(|e| format!("{e:#}"))?;
-        k.spmm(gpu, 1.0, a, x, 0.0, y)
-            .map_err(|e| format!("launch: {e}"))?;
-        // SAFETY: as above.
-        let err = plain
-            .max_row_rel_err(unsafe { y.raw() }, DenseLayout::RowMajor, self.fo)
-            .map_err(|e| format!("{e:#}"))?;
-        if err > tolerance(ValueType::F32) {
-            return Err(format!("plain entry: max row error {err:.2e}"));
-        }
-        let mut launch = || -> Result<()> { Ok(k.spmm(gpu, 1.0, a, x, 0.0, y)?) };
-        let times = time_launches::<anyhow::Error>(gpu, &mut launch, 2, reps, 0.5)
-            .map_err(|e| format!("{e:#}"))?;
-        Ok(stats(&times).ok_or("not timed")?.median)
     }
 }
 
@@ -230,7 +215,7 @@ impl SpmmSource for LayerSource<'_> {
         reps: u32,
     ) -> Result<(Vec<SampleResult>, f64), SearchError> {
         let t0 = Instant::now();
-        let r = match self.check_and_time(v, reps) {
+        let r = match self.check_and_time(v, true, reps) {
             Ok((err, us)) => SampleResult {
                 correct: true,
                 rel_err: err,
@@ -283,6 +268,7 @@ fn pick_variant(
         y: DeviceDense::<f32>::zeros(gpu, a_hat.rows(), fo, DenseLayout::RowMajor)?,
         bias,
         dref,
+        plain: None,
         fo,
         bytes: spmm_bytes(a_hat.rows(), a_hat.cols(), a_hat.nnz(), fo, 4) as f64,
         specs: ahead.into_iter().zip(built).collect(),
@@ -295,15 +281,15 @@ fn pick_variant(
         .map_err(|e| anyhow!("the layer's SpMM search failed: {e}"))?;
     let w = &out.widths[0];
     let (_, us) = src
-        .check_and_time(&w.winner, cfg.final_reps)
+        .check_and_time(&w.winner, true, cfg.final_reps)
         .map_err(|e| anyhow!("re-timing {}: {e}", w.winner.id()))?;
-    let mut plain = DeviceReference::upload(
+    src.plain = Some(DeviceReference::upload(
         gpu,
         &Reference::new(a_hat, &t, fo, DenseLayout::RowMajor, None),
-    )?;
-    let plain_us = src
-        .check_and_time_plain(&w.winner, &mut plain, cfg.final_reps)
-        .map_err(|e| anyhow!("{}: {e}", w.winner.id()))?;
+    )?);
+    let (_, plain_us) = src
+        .check_and_time(&w.winner, false, cfg.final_reps)
+        .map_err(|e| anyhow!("{} (plain entry): {e}", w.winner.id()))?;
     let k = src.kernel(&w.winner).map_err(|e| anyhow!(e))?;
     Ok(Picked {
         kernel: k,
