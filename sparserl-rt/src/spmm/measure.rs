@@ -438,11 +438,9 @@ pub unsafe fn load_ptx(
     width: Option<usize>,
     epilogue: Option<SpmmEpilogue>,
 ) -> Result<SpmmFunctions, RtError> {
+    let image = || Ok(Ptx::from_src(ptx.to_string()));
     // SAFETY: forwarded from the caller.
-    let mut all =
-        unsafe { load_ptx_entries(gpu, ptx, variant, value, layout, &[(width, epilogue)]) }?;
-    all.pop()
-        .ok_or_else(|| RtError::Compile("no SpMM entry loaded".into()))
+    unsafe { load_one(gpu, image, variant, value, layout, (width, epilogue)) }
 }
 
 /// [`load_ptx`] for the cubin `ptxas` assembled from such PTX for this
@@ -461,8 +459,23 @@ pub unsafe fn load_cubin(
 ) -> Result<SpmmFunctions, RtError> {
     let image = || Ok(Ptx::from_binary(cubin.to_vec()));
     // SAFETY: forwarded from the caller.
-    let mut all =
-        unsafe { load_entries(gpu, image, variant, value, layout, &[(width, epilogue)]) }?;
+    unsafe { load_one(gpu, image, variant, value, layout, (width, epilogue)) }
+}
+
+/// The one entry `which` of the module `image` makes.
+///
+/// # Safety
+/// As [`load_entries`].
+unsafe fn load_one(
+    gpu: &Gpu,
+    image: impl FnOnce() -> Result<Ptx, RtError>,
+    variant: &SpmmVariant,
+    value: ValueType,
+    layout: DenseLayout,
+    which: (Option<usize>, Option<SpmmEpilogue>),
+) -> Result<SpmmFunctions, RtError> {
+    // SAFETY: forwarded from the caller.
+    let mut all = unsafe { load_entries(gpu, image, variant, value, layout, &[which]) }?;
     all.pop()
         .ok_or_else(|| RtError::Compile("no SpMM entry loaded".into()))
 }
