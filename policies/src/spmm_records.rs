@@ -132,23 +132,9 @@ impl SpmmRecords {
         space: &[SpmmVariant],
         exclude: Option<&str>,
     ) -> Vec<(SpmmVariant, f64)> {
-        let pool: Vec<&SpmmRecord> = self
-            .records
-            .iter()
-            .filter(|r| r.value == value && r.layout == layout && r.vector.len() == vector.len())
-            .filter(|r| exclude != Some(r.class.as_str()))
-            .collect();
-        if pool.is_empty() {
-            return Vec::new();
-        }
-        let scale = spreads(&pool, vector.len());
-        let mut near: Vec<(f64, &SpmmRecord)> = pool
-            .into_iter()
-            .map(|r| (distance(&r.vector, vector, &scale), r))
-            .collect();
-        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let near = self.nearest(vector, value, layout, exclude);
         let mut votes: HashMap<u32, (f64, usize)> = HashMap::new();
-        for (_, r) in near.iter().take(NEIGHBOURS) {
+        for (_, r) in &near {
             for &(i, frac) in &r.measured {
                 let e = votes.entry(i).or_insert((0.0, 0));
                 e.0 += f64::from(frac);
@@ -165,6 +151,37 @@ impl SpmmRecords {
             .collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         out
+    }
+}
+
+impl SpmmRecords {
+    /// The [`NEIGHBOURS`] records of `value` and `layout` nearest to
+    /// `vector` (standardised distance over those records), nearest first,
+    /// with their distances; records of class `exclude` left out.
+    pub fn nearest(
+        &self,
+        vector: &[f64],
+        value: ValueType,
+        layout: DenseLayout,
+        exclude: Option<&str>,
+    ) -> Vec<(f64, &SpmmRecord)> {
+        let pool: Vec<&SpmmRecord> = self
+            .records
+            .iter()
+            .filter(|r| r.value == value && r.layout == layout && r.vector.len() == vector.len())
+            .filter(|r| exclude != Some(r.class.as_str()))
+            .collect();
+        if pool.is_empty() {
+            return Vec::new();
+        }
+        let scale = spreads(&pool, vector.len());
+        let mut near: Vec<(f64, &SpmmRecord)> = pool
+            .into_iter()
+            .map(|r| (distance(&r.vector, vector, &scale), r))
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        near.truncate(NEIGHBOURS);
+        near
     }
 }
 

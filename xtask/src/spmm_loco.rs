@@ -120,7 +120,39 @@ pub fn run(records: &Path, out: &Path) -> Result<()> {
     for (k, g) in &report.summary {
         println!("{k}: {}", line(g));
     }
+    for d in NEAR_SWEEP {
+        let near: Vec<Judged> = judged.iter().map(|j| near_switch(j, d)).collect();
+        for (k, js) in by_key_of(&near) {
+            let (x, m) = gm(js.iter().map(|j| j.record_fraction));
+            println!(
+                "  record pick only within mean distance {d} ({k}): {} ({m} measured)",
+                f(x)
+            );
+        }
+    }
     Ok(())
+}
+
+/// Mean neighbour distances the switch `near_switch` is judged at.
+const NEAR_SWEEP: [f64; 4] = [1.0, 1.5, 2.0, 3.0];
+
+/// The record pick where its neighbours lie within mean distance `d`, else
+/// the prior's (in the record-pick fields).
+fn near_switch(j: &Judged, d: f64) -> Judged {
+    let mut out = j.clone();
+    if j.distance >= d {
+        out.record_pick = j.prior_pick.clone();
+        out.record_fraction = j.prior_fraction;
+    }
+    out
+}
+
+fn by_key_of(js: &[Judged]) -> BTreeMap<String, Vec<&Judged>> {
+    let mut m: BTreeMap<String, Vec<&Judged>> = BTreeMap::new();
+    for j in js {
+        m.entry(j.key.clone()).or_default().push(j);
+    }
+    m
 }
 
 fn f(x: Option<f64>) -> String {

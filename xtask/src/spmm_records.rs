@@ -73,7 +73,13 @@ fn read_json(path: &Path) -> Result<Value> {
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
+/// `name`'s matrix: a large graph of `bench spmm` regenerated as its run did,
+/// else `NAME.mtx` or `NAME.mtx.gz` in `dir`.
 fn read_matrix(dir: &Path, name: &str) -> Result<Csr> {
+    if let Some(g) = crate::bench_spmm::suite::generate(name) {
+        eprintln!("generating {name}");
+        return g;
+    }
     let plain = dir.join(format!("{name}.mtx"));
     if plain.exists() {
         return Ok(sparserl_rt::mtx::read_matrix_market(&plain)?);
@@ -169,6 +175,12 @@ fn record(
     }
     if !features.contains_key(name) {
         let csr = read_matrix(matrices, name)?;
+        // The features must be of the matrix the report measured.
+        let want = (row["rows"].as_u64(), row["nnz"].as_u64());
+        let have = (Some(csr.rows() as u64), Some(csr.nnz() as u64));
+        if want != have {
+            bail!("{name}: the report measured (rows, nnz) {want:?}, the matrix here has {have:?}");
+        }
         features.insert(name.to_string(), Features::compute(&csr));
     }
     let mut measured = Vec::with_capacity(fr.len());
@@ -211,6 +223,8 @@ pub struct Judged {
     pub prior_pick: Option<String>,
     /// Its fraction.
     pub prior_fraction: Option<f64>,
+    /// Mean standardised distance of the record pick's neighbours.
+    pub distance: f64,
 }
 
 /// Judges every record with the records of the other classes.
@@ -231,6 +245,8 @@ pub fn judge(all: &SpmmRecords) -> Vec<Judged> {
                 .first()
                 .map(|p| p.0);
             let prior = r.prior.as_deref().and_then(|p| SpmmVariant::parse(p).ok());
+            let near = all.nearest(&r.vector, r.value, r.layout, Some(&r.class));
+            let distance = near.iter().map(|n| n.0).sum::<f64>() / near.len().max(1) as f64;
             Judged {
                 matrix: r.matrix.clone(),
                 class: r.class.clone(),
@@ -240,6 +256,7 @@ pub fn judge(all: &SpmmRecords) -> Vec<Judged> {
                 record_fraction: pick.as_ref().and_then(frac),
                 prior_pick: prior.map(|p| p.id()),
                 prior_fraction: prior.as_ref().and_then(frac),
+                distance,
             }
         })
         .collect()

@@ -323,7 +323,7 @@ fn spawn_graphs(args: &SpmmArgs) -> Vec<Generated> {
             let s2 = s.clone();
             (
                 s,
-                std::thread::spawn(move || s2.build(0x5b_a000 + i as u64)),
+                std::thread::spawn(move || s2.build(suite::SEED_BASE + i as u64)),
             )
         })
         .collect()

@@ -39,6 +39,18 @@ impl GraphSpec {
     }
 }
 
+/// Seed of the first large graph; graph `i` of an unfiltered run uses
+/// `SEED_BASE + i`.
+pub const SEED_BASE: u64 = 0x5b_a000;
+
+/// The full-size large graph called `name` as an unfiltered benchmark run
+/// generates it (`None`: no such graph).
+pub fn generate(name: &str) -> Option<Result<Csr>> {
+    let all = large_graphs(false);
+    let i = all.iter().position(|s| s.name == name)?;
+    Some(all[i].build(SEED_BASE + i as u64))
+}
+
 /// The large graphs: 1M-vertex R-MAT and power-law graphs in degree order
 /// (hubs first, as graph libraries often store them), uniform random
 /// 1M x 1M with 16 per row, a randomly numbered 2-D mesh, and a GNN-sized
