@@ -57,7 +57,7 @@ pub const NEIGHBOURS: usize = 8;
 /// learned policy's first 8 proposals, `risk-knn8-m<M>` the default rule's
 /// pick unless the neighbours' mean of the `knn8` pick beats theirs of it by
 /// more than M.
-pub const NEIGHBOUR_RULES: [&str; 9] = [
+pub const NEIGHBOUR_RULES: [&str; 11] = [
     "knn8",
     "knn8-cautious",
     "policy8-knn8",
@@ -67,7 +67,14 @@ pub const NEIGHBOUR_RULES: [&str; 9] = [
     "unsure0.4-knn8",
     "near1.5-knn8",
     "near2.5-knn8",
+    "risk-world-knn8-x8",
+    "risk-world-knn8-x32",
 ];
+
+/// `risk-world-knn8-x<C>`: the default risk rule with the 8 nearest
+/// records' mean fraction of each candidate as one more world, counted C
+/// times (against the rule's 32 worlds of its own).
+const WORLD_COPIES: [usize; 2] = [8, 32];
 
 /// `unsure<P>-knn8`: the `knn8` pick when the learned policy's most
 /// probable variant has probability below P, else the default rule's.
@@ -138,7 +145,7 @@ fn neighbour_picks(
     policy: &LearnedPolicy,
     r: &Prepared,
     runnable: &dyn Fn(&Variant) -> bool,
-) -> [Option<Variant>; 9] {
+) -> [Option<Variant>; 11] {
     let space = policy_space();
     let best_of = |scores: &[f64], among: &mut dyn Iterator<Item = usize>| {
         among
@@ -179,6 +186,18 @@ fn neighbour_picks(
     let unsure = |p: f64| if top_prob < p { knn } else { risk };
     let distance = knn_fit.mean_distance(&r.features, r.value);
     let near = |d: f64| if distance < d { knn } else { risk };
+    let extra = |v: &Variant| {
+        let j = space.iter().position(|x| x == v)?;
+        (mean[j] > 0.0).then_some(mean[j])
+    };
+    let world = |copies: usize| {
+        let crate::pick::PickRule::Risk(rule) = crate::pick::DEFAULT_RULE else {
+            return risk;
+        };
+        policy
+            .pick_with_world(&f, r.value, &rule, runnable, &extra, copies)
+            .map(|p| p.variant)
+    };
     [
         knn,
         best_of(&cautious, &mut (0..space.len())),
@@ -189,6 +208,8 @@ fn neighbour_picks(
         unsure(UNSURE[1]),
         near(NEAR[0]),
         near(NEAR[1]),
+        world(WORLD_COPIES[0]),
+        world(WORLD_COPIES[1]),
     ]
 }
 

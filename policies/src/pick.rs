@@ -213,6 +213,44 @@ impl LearnedPolicy {
     }
 }
 
+impl LearnedPolicy {
+    /// [`LearnedPolicy::pick_with`] under a risk rule with one more world,
+    /// counted `copies` times: `extra(v)`, an outside estimate of a
+    /// candidate's fraction of the best (e.g. what the nearest measured
+    /// records say), capped at 1; a candidate it has no estimate for keeps
+    /// its mean over the policy's worlds there.
+    pub fn pick_with_world(
+        &self,
+        features: &Features,
+        value: ValueType,
+        rule: &RiskRule,
+        runnable: &dyn Fn(&Variant) -> bool,
+        extra: &dyn Fn(&Variant) -> Option<f64>,
+        copies: usize,
+    ) -> Option<Proposal> {
+        let all = self.propose(features, value, crate::net::policy_space().len());
+        let cands: Vec<Proposal> = all
+            .into_iter()
+            .filter(|p| runnable(&p.variant))
+            .take(rule.candidates.max(1))
+            .collect();
+        let vars: Vec<Variant> = cands.iter().map(|p| p.variant).collect();
+        let mut worlds: Vec<Vec<f64>> = jittered_inputs(&self.input(features, value), rule)
+            .iter()
+            .flat_map(|x| worlds_at(self, x, &vars))
+            .collect();
+        let n = worlds.len().max(1) as f64;
+        let outside: Vec<f64> = (0..vars.len())
+            .map(|i| {
+                let mean = worlds.iter().map(|w| w[i]).sum::<f64>() / n;
+                extra(&vars[i]).map_or(mean, |e| e.min(1.0))
+            })
+            .collect();
+        worlds.extend(std::iter::repeat_n(outside, copies));
+        choose(&worlds, rule).map(|i| cands[i])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +352,37 @@ mod tests {
             assert_eq!(c.map(|p| p.variant), Some(top[1]));
             assert_eq!(policy.pick_with(&f, value, &rule, &|_| false), None);
         }
+    }
+
+    #[test]
+    fn an_outside_world_counted_zero_times_changes_nothing_and_can_decide() {
+        let Ok(policy) = crate::try_default_policy() else {
+            return; // no committed policy in this checkout
+        };
+        let f = Features {
+            rows: 1e5,
+            cols: 1e5,
+            nnz: 1e6,
+            mean_row: 10.0,
+            p50_row: 10.0,
+            p90_row: 14.0,
+            p99_row: 20.0,
+            max_row: 40.0,
+            ..Features::default()
+        };
+        let any = |_: &Variant| true;
+        let PickRule::Risk(rule) = DEFAULT_RULE else {
+            unreachable!("the default rule is the risk rule")
+        };
+        let plain = policy.pick_with(&f, ValueType::F32, &DEFAULT_RULE, &any);
+        let none = |_: &Variant| None;
+        let same = policy.pick_with_world(&f, ValueType::F32, &rule, &any, &none, 0);
+        assert_eq!(plain.map(|p| p.variant), same.map(|p| p.variant));
+        // An outside world that rates only the third candidate, counted
+        // many times, makes it the pick.
+        let third = policy.propose(&f, ValueType::F32, 3)[2].variant;
+        let only = move |v: &Variant| Some(if *v == third { 1.0 } else { 0.0 });
+        let swayed = policy.pick_with_world(&f, ValueType::F32, &rule, &any, &only, 1000);
+        assert_eq!(swayed.map(|p| p.variant), Some(third));
     }
 }
