@@ -1,7 +1,8 @@
 //! The GPU source of the SpMM search: every candidate is generated for the
-//! width being tuned, compiled with NVRTC (the first candidates of every
-//! width ahead of the search, in parallel, to cubins when `ptxas` is
-//! present: [`precompile`]), checked against the float64
+//! width being tuned, compiled as a build compiles what it embeds (NVRTC,
+//! then a cubin when `ptxas` is present: [`compile_image`]; the first
+//! candidates of every width ahead of the search, in parallel:
+//! [`precompile`]), checked against the float64
 //! reference (NaN-poisoned Y, then `alpha`/`beta` on a random Y, per-row
 //! relative error) and timed through sparserl-rt's SpMM harness
 //! ([`SpmmBench`]). A kernel declaring `bias-relu` is measured through its
@@ -16,7 +17,7 @@ use crate::search::spmm::{SpmmSearchConfig, SpmmSource, SpmmTuneOutcome, search_
 use crate::search::{SampleResult, SearchError};
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::nvrtc::{assemble_cubin, compile_ptx, ptxas_available};
-use sparserl_rt::spmm::measure::{load_cubin, load_ptx, load_source};
+use sparserl_rt::spmm::measure::{load_cubin, load_ptx};
 use sparserl_rt::spmm::{SpmmBench, SpmmEpilogue, SpmmMeasurement, SpmmVariant};
 use sparserl_rt::{Csr, Gpu, MeasureOptions, RtError, Scalar, ValueType};
 use std::collections::HashMap;
@@ -64,6 +65,29 @@ enum Image {
     Ptx(String),
 }
 
+/// `v`'s unit at width `n` compiled as a build compiles what it embeds
+/// (NVRTC with [`COMPILE_OPTIONS`], then `ptxas` to a cubin for `arch` when
+/// present; the PTX if assembling fails); why not, as the search reports it.
+fn compile_image(
+    v: &SpmmVariant,
+    n: usize,
+    value: ValueType,
+    layout: DenseLayout,
+    epilogue: Option<SpmmEpilogue>,
+    arch: &str,
+) -> Result<Image, String> {
+    let eps: Vec<SpmmEpilogue> = epilogue.into_iter().collect();
+    let src =
+        generate_spmm(v, value, layout, Some(n), &eps).map_err(|e| format!("codegen: {e}"))?;
+    let opts: Vec<String> = COMPILE_OPTIONS.iter().map(|o| o.to_string()).collect();
+    let ptx = compile_ptx(&src.source, arch, &opts)
+        .map_err(|e| format!("load: compiling {}: {e}", v.id()))?;
+    Ok(match ptxas_available() {
+        true => assemble_cubin(&ptx, arch).map_or(Image::Ptx(ptx), Image::Cubin),
+        false => Image::Ptx(ptx),
+    })
+}
+
 /// Images of the first candidates of every width, keyed by (variant,
 /// width): generated, compiled with NVRTC and assembled by `ptxas` on every
 /// core at once, so that the measured search (whose budget counts
@@ -86,16 +110,8 @@ fn precompile(
         })
         .collect();
     let t0 = Instant::now();
-    let eps: Vec<SpmmEpilogue> = epilogue.into_iter().collect();
-    let one = |&(v, n): &(SpmmVariant, usize)| -> Option<Image> {
-        let src = generate_spmm(&v, value, layout, Some(n), &eps).ok()?;
-        let opts: Vec<String> = COMPILE_OPTIONS.iter().map(|o| o.to_string()).collect();
-        let ptx = compile_ptx(&src.source, arch, &opts).ok()?;
-        Some(match ptxas_available() {
-            true => assemble_cubin(&ptx, arch).map_or(Image::Ptx(ptx), Image::Cubin),
-            false => Image::Ptx(ptx),
-        })
-    };
+    let one =
+        |&(v, n): &(SpmmVariant, usize)| compile_image(&v, n, value, layout, epilogue, arch).ok();
     let workers = std::thread::available_parallelism().map_or(1, |w| w.get());
     let per = jobs.len().div_ceil(workers.max(1)).max(1);
     let images: HashMap<_, _> = std::thread::scope(|s| {
@@ -204,27 +220,22 @@ impl<T: Scalar> SpmmSource for GpuSpmmSource<'_, T> {
         let t0 = Instant::now();
         let samples = self.matrices.len();
         let (gpu, layout, epilogue) = (self.gpu, self.layout, self.epilogue);
-        let loaded = match self.images.remove(&(*v, n)) {
-            // SAFETY: `precompile` made the image from the generator's unit
-            // for exactly this variant, value type (`T::TYPE` is the value
-            // `tune_spmm` passed it), layout, width and epilogue.
-            Some(Image::Cubin(c)) => unsafe {
+        let image = match self.images.remove(&(*v, n)) {
+            Some(image) => image,
+            None => match compile_image(v, n, T::TYPE, layout, epilogue, &gpu.arch()) {
+                Ok(image) => image,
+                Err(why) => return Ok((failed(samples, why), t0.elapsed().as_secs_f64())),
+            },
+        };
+        let loaded = match image {
+            // SAFETY: `compile_image` made the image from the generator's
+            // unit for exactly this variant, value type (`T::TYPE`: the value
+            // `tune_spmm` passed `precompile`), layout, width and epilogue.
+            Image::Cubin(c) => unsafe {
                 load_cubin(gpu, &c, v, T::TYPE, layout, Some(n), epilogue)
             },
             // SAFETY: as above, for its PTX.
-            Some(Image::Ptx(p)) => unsafe {
-                load_ptx(gpu, &p, v, T::TYPE, layout, Some(n), epilogue)
-            },
-            None => {
-                let eps: Vec<SpmmEpilogue> = epilogue.into_iter().collect();
-                let src = match generate_spmm(v, T::TYPE, layout, Some(n), &eps) {
-                    Ok(s) => s,
-                    Err(e) => return Ok((failed(samples, format!("codegen: {e}")), 0.0)),
-                };
-                // SAFETY: `src` is the generator's unit for exactly this
-                // variant, value type, layout, width and epilogue.
-                unsafe { load_source::<T>(gpu, &src.source, v, layout, Some(n), epilogue) }
-            }
+            Image::Ptx(p) => unsafe { load_ptx(gpu, &p, v, T::TYPE, layout, Some(n), epilogue) },
         };
         let f = match loaded {
             Ok(f) => f,

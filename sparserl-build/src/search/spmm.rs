@@ -314,20 +314,18 @@ fn explore_width(
     let mut next_prior = 0;
     let scouts = scouts(list);
     loop {
+        let past_prior = !led.seen.is_empty() && led.spent >= explore * PRIOR_SHARE;
         let scout = scouts.iter().find(|v| untried(led, v)).copied();
-        let climbing =
-            scout.is_none() && !led.seen.is_empty() && led.spent >= explore * PRIOR_SHARE;
-        let climb = if climbing {
-            let best = led.ranked().first().map(|r| r.0);
-            best.and_then(|b| neighbors(&b, list).into_iter().find(|v| untried(led, v)))
-        } else {
-            None
+        let climb = match (past_prior, scout) {
+            (true, None) => led
+                .ranked()
+                .first()
+                .and_then(|b| neighbors(&b.0, list).into_iter().find(|v| untried(led, v))),
+            _ => None,
         };
         let (v, phase) = match (climb, scout) {
             (Some(v), _) => (v, "climb"),
-            (None, Some(v)) if !led.seen.is_empty() && led.spent >= explore * PRIOR_SHARE => {
-                (v, "explore")
-            }
+            (None, Some(v)) if past_prior => (v, "explore"),
             _ => {
                 while next_prior < list.len() && !untried(led, &list[next_prior]) {
                     next_prior += 1;
