@@ -20,7 +20,7 @@
 // ("split": indptr[r] / W != (indptr[r+1] - 1) / W) gets alpha times the
 // range's partial added with atomics.
 //
-// Two passes make that exact, one warp per row, launched on the same stream:
+// Two passes make that exact, one warp per 32 rows, launched on the same stream:
 // ENTRY_prep before the main entry sets split rows to beta Y (0 when beta ==
 // 0: Y is never read), plus the bias under the epilogue, and writes empty
 // rows' final values (no range visits them); ENTRY_post after it applies the
@@ -278,7 +278,12 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
     }
 }
 
-// One warp per row, lanes over columns: the pre-pass (POST 0) or post-pass (POST 1).
+// The pre-pass (POST 0) or post-pass (POST 1): one warp per 32 rows, each
+// lane reading one row's pointers (coalesced), a ballot of the rows the pass
+// touches (pre: split and empty rows; post: split rows), then those rows one
+// at a time with lanes over columns. Most rows are neither split nor empty,
+// so a warp per row left most warps reading two pointers and exiting (tens
+// of waves of nearly empty blocks on a matrix of a few 100k rows).
 template <int N_CT, int EPI, int POST>
 __device__ __forceinline__ void spmm_ns_pass(const int rows, const int n_rt,
                                              const int* __restrict__ indptr, T* __restrict__ y,
@@ -286,27 +291,39 @@ __device__ __forceinline__ void spmm_ns_pass(const int rows, const int n_rt,
                                              const T* __restrict__ bias) {
     const int n = N_CT > 0 ? N_CT : n_rt;
     const unsigned lane = threadIdx.x & 31u;
-    const long long stride = (long long)gridDim.x * (BLOCK / 32);
-    for (long long r = ((long long)blockIdx.x * BLOCK + threadIdx.x) / 32; r < rows; r += stride) {
-        const int row = (int)r;
-        const int s = indptr[row];
-        const int e = indptr[row + 1];
-        const bool empty = s == e;
-        if (POST ? (empty || !spmm_split_row(s, e)) : (!empty && !spmm_split_row(s, e))) {
-            continue;
+    const long long warps = (long long)gridDim.x * (BLOCK / 32);
+    // w is uniform across the warp, so is the loop: full-mask ballots.
+    for (long long w = ((long long)blockIdx.x * BLOCK + threadIdx.x) / 32; w * 32 < rows;
+         w += warps) {
+        const long long r = w * 32 + lane;
+        bool touch = false;
+        bool empty = false;
+        if (r < rows) {
+            const int s = indptr[r];
+            const int e = indptr[r + 1];
+            empty = s == e;
+            touch = POST ? (!empty && spmm_split_row(s, e)) : (empty || spmm_split_row(s, e));
         }
-        for (int col = (int)lane; col < n; col += 32) {
-            const long long at = spmm_at(row, col, ldy);
-            if (POST) {
-                y[at] = y[at] > (T)0 ? y[at] : (T)0;
-            } else if (empty) {
-                y[at] = spmm_final<EPI>((SPMM_ACC)0, y, at, (T)1, beta, bias, col);
-            } else {
-                SPMM_ACC v = beta != (T)0 ? (SPMM_ACC)beta * (SPMM_ACC)y[at] : (SPMM_ACC)0;
-                if (EPI == 1) {
-                    v += (SPMM_ACC)bias[col];
+        unsigned todo = __ballot_sync(0xffffffffu, touch);
+        const unsigned empties = __ballot_sync(0xffffffffu, empty);
+        while (todo != 0u) {
+            const int b = __ffs(todo) - 1;
+            todo &= todo - 1u;
+            const int row = (int)(w * 32 + b);
+            const bool row_empty = ((empties >> b) & 1u) != 0u;
+            for (int col = (int)lane; col < n; col += 32) {
+                const long long at = spmm_at(row, col, ldy);
+                if (POST) {
+                    y[at] = y[at] > (T)0 ? y[at] : (T)0;
+                } else if (row_empty) {
+                    y[at] = spmm_final<EPI>((SPMM_ACC)0, y, at, (T)1, beta, bias, col);
+                } else {
+                    SPMM_ACC v = beta != (T)0 ? (SPMM_ACC)beta * (SPMM_ACC)y[at] : (SPMM_ACC)0;
+                    if (EPI == 1) {
+                        v += (SPMM_ACC)bias[col];
+                    }
+                    y[at] = (T)v;
                 }
-                y[at] = (T)v;
             }
         }
     }

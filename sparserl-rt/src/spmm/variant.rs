@@ -423,9 +423,9 @@ impl SpmmVariant {
         threads.div_ceil(v.block as u128).clamp(1, i32::MAX as u128) as u32
     }
 
-    /// Grid of the per-row pre- and post-passes (one warp per row).
+    /// Grid of the pre- and post-passes (one warp per 32 rows).
     pub fn pass_grid(&self, rows: usize) -> u32 {
-        (rows as u128 * 32)
+        (rows.div_ceil(32) as u128 * 32)
             .div_ceil(self.block as u128)
             .clamp(1, i32::MAX as u128) as u32
     }
