@@ -20,7 +20,8 @@
 // ("split": indptr[r] / W != (indptr[r+1] - 1) / W) gets alpha times the
 // range's partial added with atomics.
 //
-// Two passes make that exact, one warp per 32 rows, launched on the same stream:
+// Two passes make that exact, a warp per row or per up to 32 rows (see
+// spmm_ns_pass), launched on the same stream:
 // ENTRY_prep before the main entry sets split rows to beta Y (0 when beta ==
 // 0: Y is never read), plus the bias under the epilogue, and writes empty
 // rows' final values (no range visits them); ENTRY_post after it applies the
@@ -278,12 +279,14 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
     }
 }
 
-// The pre-pass (POST 0) or post-pass (POST 1): one warp per 32 rows, each
-// lane reading one row's pointers (coalesced), a ballot of the rows the pass
-// touches (pre: split and empty rows; post: split rows), then those rows one
-// at a time with lanes over columns. Most rows are neither split nor empty,
-// so a warp per row left most warps reading two pointers and exiting (tens
-// of waves of nearly empty blocks on a matrix of a few 100k rows).
+// The pre-pass (POST 0) or post-pass (POST 1): a warp per G rows, each of
+// its first G lanes reading one row's pointers (coalesced), a ballot of the
+// rows the pass touches (pre: split and empty rows; post: split rows), then
+// those rows one at a time with lanes over columns. G = ceil(rows / warps),
+// at most 32: the host launches a warp per row up to a cap, so a small
+// matrix keeps a warp per row (its touched rows run in parallel) and a
+// matrix of a few 100k rows no longer runs tens of waves of nearly empty
+// blocks that read two pointers and exit.
 template <int N_CT, int EPI, int POST>
 __device__ __forceinline__ void spmm_ns_pass(const int rows, const int n_rt,
                                              const int* __restrict__ indptr, T* __restrict__ y,
@@ -292,13 +295,15 @@ __device__ __forceinline__ void spmm_ns_pass(const int rows, const int n_rt,
     const int n = N_CT > 0 ? N_CT : n_rt;
     const unsigned lane = threadIdx.x & 31u;
     const long long warps = (long long)gridDim.x * (BLOCK / 32);
+    const long long per = (rows + warps - 1) / warps;
+    const long long g = per < 1 ? 1 : (per > 32 ? 32 : per);
     // w is uniform across the warp, so is the loop: full-mask ballots.
-    for (long long w = ((long long)blockIdx.x * BLOCK + threadIdx.x) / 32; w * 32 < rows;
+    for (long long w = ((long long)blockIdx.x * BLOCK + threadIdx.x) / 32; w * g < rows;
          w += warps) {
-        const long long r = w * 32 + lane;
+        const long long r = w * g + lane;
         bool touch = false;
         bool empty = false;
-        if (r < rows) {
+        if ((long long)lane < g && r < rows) {
             const int s = indptr[r];
             const int e = indptr[r + 1];
             empty = s == e;
@@ -309,7 +314,7 @@ __device__ __forceinline__ void spmm_ns_pass(const int rows, const int n_rt,
         while (todo != 0u) {
             const int b = __ffs(todo) - 1;
             todo &= todo - 1u;
-            const int row = (int)(w * 32 + b);
+            const int row = (int)(w * g + b);
             const bool row_empty = ((empties >> b) & 1u) != 0u;
             for (int col = (int)lane; col < n; col += 32) {
                 const long long at = spmm_at(row, col, ldy);

@@ -1,6 +1,7 @@
 use super::*;
 use crate::dense::DenseLayout;
 use crate::variant::ValueType;
+use super::variant::PASS_WARPS;
 use std::collections::HashSet;
 
 const WIDTHS: [usize; 8] = [1, 3, 5, 16, 32, 64, 128, 257];
@@ -114,9 +115,10 @@ fn grids_cover_the_work_and_stay_in_range() {
         f.grid((usize::MAX / 4, 1, usize::MAX / 4, 1 << 20)),
         i32::MAX as u32
     );
-    // One warp per 32 rows: ceil(1000 / 32) warps of 32 lanes, blocks of 256.
-    assert_eq!(f.pass_grid(1000), 4);
+    // A warp per row (blocks of 256 = 8 warps) up to PASS_WARPS warps.
+    assert_eq!(f.pass_grid(1000), 125);
     assert_eq!(f.pass_grid(0), 1);
+    assert_eq!(f.pass_grid(10_000_000), (PASS_WARPS / 8) as u32);
 }
 
 #[test]

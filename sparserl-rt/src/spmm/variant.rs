@@ -6,6 +6,11 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+/// Most warps the nnz-split pre- and post-passes launch: about two waves of
+/// full occupancy on a GPU of 132 SMs; larger matrices give each warp up to
+/// 32 rows, fewer waves of nearly idle warps.
+pub const PASS_WARPS: usize = 16_384;
+
 /// How an SpMM kernel maps work to threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -423,9 +428,12 @@ impl SpmmVariant {
         threads.div_ceil(v.block as u128).clamp(1, i32::MAX as u128) as u32
     }
 
-    /// Grid of the pre- and post-passes (one warp per 32 rows).
+    /// Grid of the pre- and post-passes: a warp per row up to
+    /// [`PASS_WARPS`] warps; past that each warp checks `ceil(rows / warps)`
+    /// rows, at most 32, with one coalesced load (the kernel derives that
+    /// count from the grid).
     pub fn pass_grid(&self, rows: usize) -> u32 {
-        (rows.div_ceil(32) as u128 * 32)
+        (rows.min(PASS_WARPS) as u128 * 32)
             .div_ceil(self.block as u128)
             .clamp(1, i32::MAX as u128) as u32
     }
