@@ -38,6 +38,7 @@ mod large;
 mod matrices;
 mod report;
 mod sanitizer;
+mod sanitizer_slices;
 mod spmm;
 
 use matrices::*;
@@ -110,6 +111,16 @@ pub struct Args {
     /// and its sanitizer subset.
     #[arg(long, value_name = "TEXT")]
     spmm_variants: Option<String>,
+    /// Sanitizer processes at a time for the SpMM section (`--spmm-only`):
+    /// above 1 its sanitizer subset is cut into slices of the design space
+    /// (family, block, group, next knob), each run under every tool as its
+    /// own process, logs `sanitizer-<tool>-<slice>.log`; racecheck is left
+    /// out of slices whose kernels declare no shared memory.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    sanitizer_jobs: u32,
+    /// Internal: the sanitizer pass's SpMM variants start with this prefix.
+    #[arg(long, hide = true, value_name = "PREFIX")]
+    spmm_slice: Option<String>,
     /// Internal: directory of precompiled PTX (`<entry>.ptx`) to reuse.
     #[arg(long, hide = true, value_name = "DIR")]
     ptx_dir: Option<PathBuf>,
@@ -620,6 +631,19 @@ fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usi
     if args.no_sanitizer {
         println!("sanitizer: not run (--no-sanitizer)");
     } else if let Some(san) = find_on_path("compute-sanitizer") {
+        if flag == "--spmm-only" && args.sanitizer_jobs > 1 {
+            let slices = sanitizer_slices::spmm_slices(args.spmm_variants.as_deref());
+            println!(
+                "sanitizer: {} SpMM slices x {} tools, {} processes at a time",
+                slices.len(),
+                SANITIZER_TOOLS.len(),
+                args.sanitizer_jobs
+            );
+            let runs =
+                sanitizer_slices::run_slices(&san, args, &slices, args.sanitizer_jobs as usize);
+            problems.extend(sanitizer_slices::summarise(&runs));
+            return finish_section(flag, label, passed, failed, problems);
+        }
         let mut child_args = vec![
             "gpu-check".to_string(),
             "--sanitizer-pass".to_string(),
@@ -632,7 +656,7 @@ fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usi
         }
         let timeout = Duration::from_secs(args.sanitizer_timeout.max(1));
         for tool in SANITIZER_TOOLS {
-            let r = run_sanitizer(&san, tool, &child_args, &args.out, timeout);
+            let r = run_sanitizer(&san, tool, "", &child_args, &args.out, timeout);
             println!(
                 "  {label} {tool}: {} (errors {}, {:.0} s)",
                 r.status,
@@ -646,6 +670,18 @@ fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usi
     } else {
         println!("sanitizer: not run (compute-sanitizer not found)");
     }
+    finish_section(flag, label, passed, failed, problems)
+}
+
+/// The section's outcome: an error naming the failed checks and the
+/// sanitizer problems, if any.
+fn finish_section(
+    flag: &str,
+    label: &str,
+    passed: usize,
+    failed: usize,
+    mut problems: Vec<String>,
+) -> Result<()> {
     if failed > 0 {
         problems.push(format!(
             "{failed} of {} {label} checks failed",
@@ -831,7 +867,7 @@ pub fn run(args: Args) -> Result<()> {
                     "compute-sanitizer --tool {tool} (limit {} s) ...",
                     timeout.as_secs()
                 );
-                let r = run_sanitizer(&san, tool, &child_args, &args.out, timeout);
+                let r = run_sanitizer(&san, tool, "", &child_args, &args.out, timeout);
                 println!(
                     "  {tool}: {} (errors {}, {:.0} s)",
                     r.status,

@@ -86,10 +86,12 @@ pub(super) fn kill_group(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
-/// Runs this executable's sanitizer pass under `compute-sanitizer --tool <tool>`.
+/// Runs this executable's sanitizer pass under `compute-sanitizer --tool
+/// <tool>`; its log is `sanitizer-<tool><tag>.log` in `out`.
 pub(super) fn run_sanitizer(
     sanitizer: &Path,
     tool: &str,
+    tag: &str,
     child_args: &[String],
     out: &Path,
     timeout: Duration,
@@ -109,8 +111,8 @@ pub(super) fn run_sanitizer(
         Ok(e) => e,
         Err(e) => return failed(format!("cannot find the current executable: {e}")),
     };
-    let full_log = out.join(format!("sanitizer-{tool}.full.log"));
-    let log_name = format!("sanitizer-{tool}.log");
+    let full_log = out.join(format!("sanitizer-{tool}{tag}.full.log"));
+    let log_name = format!("sanitizer-{tool}{tag}.log");
     let file = match File::create(&full_log) {
         Ok(f) => f,
         Err(e) => return failed(format!("cannot create {}: {e}", full_log.display())),
@@ -247,7 +249,11 @@ pub(super) fn sanitizer_pass(args: &Args) -> Result<()> {
         return Ok(());
     }
     if args.spmm_only {
-        let (passed, failed) = super::spmm::sanitizer_subset(&gpu, args.spmm_variants.as_deref())?;
+        let (passed, failed) = super::spmm::sanitizer_subset(
+            &gpu,
+            args.spmm_variants.as_deref(),
+            args.spmm_slice.as_deref(),
+        )?;
         println!("sanitizer pass: spmm {passed} checks passed, {failed} failed");
         println!(
             "{PASS_DONE}: {} launches, {failed} wrong results, 0 launch errors, 0 kernels not compiled",
@@ -279,7 +285,11 @@ pub(super) fn sanitizer_pass(args: &Args) -> Result<()> {
     let (spmm_passed, spmm_failed) = if args.no_spmm {
         (0, 0)
     } else {
-        super::spmm::sanitizer_subset(&gpu, args.spmm_variants.as_deref())?
+        super::spmm::sanitizer_subset(
+            &gpu,
+            args.spmm_variants.as_deref(),
+            args.spmm_slice.as_deref(),
+        )?
     };
     println!("sanitizer pass: spmm {spmm_passed} checks passed, {spmm_failed} failed");
     println!(

@@ -27,7 +27,7 @@ pub(super) const SANITIZER_WIDTHS: [usize; 2] = [5, 32];
 const LISTED: usize = 200;
 
 /// The generator, as the check takes it.
-fn generate(
+pub(super) fn generate(
     v: &SpmmVariant,
     value: ValueType,
     layout: DenseLayout,
@@ -323,10 +323,16 @@ pub(super) fn run(
 }
 
 /// The sanitizer subset: [`check_where`] at [`SANITIZER_WIDTHS`] on the
-/// built-in matrices, the variants whose id contains `only` (`None`: all);
-/// `(passed, failed)`.
-pub(super) fn sanitizer_subset(gpu: &Gpu, only: Option<&str>) -> Result<(usize, usize)> {
-    let r = check_where(gpu, &generate, &SANITIZER_WIDTHS, &keeps(only))
+/// built-in matrices, the variants whose id contains `only` (`None`: all)
+/// and starts with `slice` (`None`: any); `(passed, failed)`.
+pub(super) fn sanitizer_subset(
+    gpu: &Gpu,
+    only: Option<&str>,
+    slice: Option<&str>,
+) -> Result<(usize, usize)> {
+    let keep_only = keeps(only);
+    let keep = |v: &SpmmVariant| keep_only(v) && slice.is_none_or(|p| v.id().starts_with(p));
+    let r = check_where(gpu, &generate, &SANITIZER_WIDTHS, &keep)
         .map_err(|e| anyhow!("spmm check: {e}"))?;
     for f in r.failures.iter().take(20) {
         println!("spmm wrong result: {}: {}", f.what, f.reason);

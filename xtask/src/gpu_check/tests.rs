@@ -196,3 +196,50 @@ fn worse_treats_nan_as_infinite() {
     assert_eq!(worse(1.0, f64::NAN), f64::INFINITY);
     assert_eq!(fmt_err(f64::INFINITY), "inf");
 }
+
+#[test]
+fn sanitizer_slices_cover_the_subset_once() {
+    use sanitizer_slices::{slice_prefix, spmm_slices};
+    assert_eq!(
+        slice_prefix("row-warp.b256.g1.v1.c2.u4.ldg"),
+        "row-warp.b256.g1.v1."
+    );
+    assert_eq!(slice_prefix("col-tile.b128"), "col-tile.");
+    assert_eq!(slice_prefix("x"), "x.");
+    let slices = spmm_slices(None);
+    // No prefix is a prefix of another: a variant belongs to one slice.
+    for a in &slices {
+        for b in &slices {
+            assert!(a == b || !b.prefix.starts_with(&a.prefix), "{a:?} {b:?}");
+        }
+    }
+    let mut points = 0;
+    for layout in sparserl_rt::dense::DenseLayout::ALL {
+        for &n in &spmm::SANITIZER_WIDTHS {
+            for v in sparserl_rt::spmm::spmm_space(n, layout) {
+                let id = v.id();
+                assert_eq!(
+                    slices.iter().filter(|s| id.starts_with(&s.prefix)).count(),
+                    1,
+                    "{id}"
+                );
+                points += 1;
+            }
+        }
+    }
+    assert_eq!(slices.iter().map(|s| s.points).sum::<usize>(), points);
+    assert!(slices.windows(2).all(|w| w[0].points >= w[1].points));
+    let ns = spmm_slices(Some("nnz-split"));
+    assert!(!ns.is_empty() && ns.len() < slices.len());
+    assert!(ns.iter().all(|s| s.prefix.starts_with("nnz-split.")));
+}
+
+#[test]
+fn sanitizer_slice_launches_are_read_from_the_log() {
+    let log = "========= COMPUTE-SANITIZER\nsanitizer pass: spmm 704 checks passed, 0 failed\nsanitizer pass: done: 704 launches, 0 wrong results, 0 launch errors, 0 kernels not compiled\n========= ERROR SUMMARY: 0 errors\n";
+    assert_eq!(sanitizer_slices::launches_in(log), Some(704));
+    assert_eq!(
+        sanitizer_slices::launches_in("========= COMPUTE-SANITIZER\n"),
+        None
+    );
+}
