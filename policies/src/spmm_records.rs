@@ -3,26 +3,28 @@
 //! fraction of the case's fastest time each measured variant reached) and a
 //! nearest-neighbour ranking over them, which a build without a GPU uses
 //! instead of the analytic prior where records of its value type and layout
-//! exist.
+//! exist. The ranking blends the nearest records' rank-weighted mean
+//! fraction with a per-variant ridge regression of the log fraction on the
+//! matrix features ([`crate::spmm_model`]).
 //!
 //! The committed records (`spmm-records.json.gz`, built by `cargo xtask
 //! spmm-records build` from the benchmark's reports) are embedded; a
 //! leave-one-class-out evaluation (`cargo xtask spmm-records loco`) judges
 //! the pick against the prior on the same cases.
 
+use crate::spmm_model::{PICK_RULE, SpmmModel};
 use flate2::read::GzDecoder;
 use serde::{Deserialize, Serialize};
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::SpmmVariant;
 use sparserl_rt::{Features, ValueType};
-use std::collections::HashMap;
 use std::io::Read;
 use std::sync::OnceLock;
 
 /// Version of the record pick (part of SpMM cache keys with the prior's).
-pub const SPMM_RECORDS_VERSION: &str = "spmm-knn-1";
+pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-1";
 
-/// Neighbours a pick averages over.
+/// Nearest records among which a variant must gather [`MIN_VOTES`].
 pub const NEIGHBOURS: usize = 8;
 
 /// Neighbours that must have measured a variant for it to be ranked.
@@ -118,12 +120,10 @@ impl SpmmRecords {
             .any(|r| r.value == value && r.layout == layout)
     }
 
-    /// The variants of `space` ranked by their mean fraction of the fastest
-    /// over the [`NEIGHBOURS`] records of `value` and `layout` nearest to
-    /// `vector` (standardised distance), best first; a variant needs
-    /// [`MIN_VOTES`] of them to have measured it. Records of class
-    /// `exclude` are left out (leave-one-class-out). Empty when no record
-    /// applies.
+    /// The variants of `space` ranked by [`PICK_RULE`] over the records of
+    /// `value` and `layout` (see [`SpmmModel::rank`]), best first. Records
+    /// of class `exclude` are left out (leave-one-class-out). Empty when no
+    /// record applies.
     pub fn rank(
         &self,
         vector: &[f64],
@@ -132,29 +132,14 @@ impl SpmmRecords {
         space: &[SpmmVariant],
         exclude: Option<&str>,
     ) -> Vec<(SpmmVariant, f64)> {
-        let near = self.nearest(vector, value, layout, exclude);
-        let mut votes: HashMap<u32, (f64, usize)> = HashMap::new();
-        for (_, r) in &near {
-            for &(i, frac) in &r.measured {
-                let e = votes.entry(i).or_insert((0.0, 0));
-                e.0 += f64::from(frac);
-                e.1 += 1;
-            }
+        let exclude: Vec<&str> = exclude.into_iter().collect();
+        let model = SpmmModel::fit(self, value, layout, vector.len(), &exclude);
+        if model.is_empty() {
+            return Vec::new();
         }
-        let mut out: Vec<(SpmmVariant, f64)> = votes
-            .into_iter()
-            .filter(|(_, (_, k))| *k >= MIN_VOTES)
-            .filter_map(|(i, (sum, k))| {
-                let v = SpmmVariant::parse(self.variants.get(i as usize)?).ok()?;
-                space.contains(&v).then_some((v, sum / k as f64))
-            })
-            .collect();
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        out
+        model.rank(vector, space, PICK_RULE)
     }
-}
 
-impl SpmmRecords {
     /// The [`NEIGHBOURS`] records of `value` and `layout` nearest to
     /// `vector` (standardised distance over those records), nearest first,
     /// with their distances; records of class `exclude` left out.
@@ -165,49 +150,9 @@ impl SpmmRecords {
         layout: DenseLayout,
         exclude: Option<&str>,
     ) -> Vec<(f64, &SpmmRecord)> {
-        let pool: Vec<&SpmmRecord> = self
-            .records
-            .iter()
-            .filter(|r| r.value == value && r.layout == layout && r.vector.len() == vector.len())
-            .filter(|r| exclude != Some(r.class.as_str()))
-            .collect();
-        if pool.is_empty() {
-            return Vec::new();
-        }
-        let scale = spreads(&pool, vector.len());
-        let mut near: Vec<(f64, &SpmmRecord)> = pool
-            .into_iter()
-            .map(|r| (distance(&r.vector, vector, &scale), r))
-            .collect();
-        near.sort_by(|a, b| a.0.total_cmp(&b.0));
-        near.truncate(NEIGHBOURS);
-        near
+        let exclude: Vec<&str> = exclude.into_iter().collect();
+        SpmmModel::fit(self, value, layout, vector.len(), &exclude).nearest(vector, NEIGHBOURS)
     }
-}
-
-/// Standard deviation per dimension over `pool` (1 where it is 0).
-fn spreads(pool: &[&SpmmRecord], dims: usize) -> Vec<f64> {
-    let n = pool.len() as f64;
-    (0..dims)
-        .map(|d| {
-            let mean = pool.iter().map(|r| r.vector[d]).sum::<f64>() / n;
-            let var = pool
-                .iter()
-                .map(|r| (r.vector[d] - mean).powi(2))
-                .sum::<f64>()
-                / n;
-            if var > 1e-18 { var.sqrt() } else { 1.0 }
-        })
-        .collect()
-}
-
-fn distance(a: &[f64], b: &[f64], scale: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .zip(scale)
-        .map(|((x, y), s)| ((x - y) / s).powi(2))
-        .sum::<f64>()
-        .sqrt()
 }
 
 /// The no-GPU SpMM pick: the records' first variant where records of

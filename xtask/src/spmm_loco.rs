@@ -1,12 +1,14 @@
 //! `cargo xtask spmm-records loco`: the record pick judged leave-one-class-out
-//! (each case picked from the records of the other classes) against the
-//! analytic prior's first variant, on the fraction of the case's fastest
+//! (each case picked from the records of the other classes, under the rule a
+//! leave-one-class-out over those classes chose) against the former rule and
+//! the analytic prior's first variant, on the fraction of the case's fastest
 //! measured time each reached. Written as JSON and Markdown.
 
-use crate::spmm_records::{Judged, judge};
+use crate::spmm_records::{Judged, choose_rule, judge};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use sparserl_policies::SpmmRecords;
+use sparserl_policies::spmm_model::{PICK_RULE, RULE_GRID};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -29,6 +31,10 @@ pub struct Group {
     pub record_measured: usize,
     /// Geomean fraction of the fastest of the record pick, where measured.
     pub record: Option<f64>,
+    /// Cases whose former pick the benchmark measured.
+    pub former_measured: usize,
+    /// The same for the former rule (8 nearest, equal weights, no regression).
+    pub former: Option<f64>,
     /// Cases whose prior pick the benchmark measured.
     pub prior_measured: usize,
     /// The same for the prior.
@@ -39,6 +45,7 @@ pub struct Group {
 
 fn group(js: &[&Judged]) -> Group {
     let (record, record_measured) = gm(js.iter().map(|j| j.record_fraction));
+    let (former, former_measured) = gm(js.iter().map(|j| j.former_fraction));
     let (prior, prior_measured) = gm(js.iter().map(|j| j.prior_fraction));
     let both: Vec<&&Judged> = js
         .iter()
@@ -48,6 +55,8 @@ fn group(js: &[&Judged]) -> Group {
         cases: js.len(),
         record_measured,
         record,
+        former_measured,
+        former,
         prior_measured,
         prior,
         both: (
@@ -65,6 +74,9 @@ pub struct Report {
     pub source: Vec<String>,
     /// How the figures are made.
     pub method: String,
+    /// The rule a leave-one-class-out over every class chooses (the no-GPU
+    /// pick's).
+    pub rule: String,
     /// Per value type and layout.
     pub summary: BTreeMap<String, Group>,
     /// Per value type and layout, per class.
@@ -74,17 +86,33 @@ pub struct Report {
 }
 
 const METHOD: &str = "Each case is picked from the records of the other structure classes only \
-(leave-one-class-out; k = 8 nearest records of the same value type and layout, standardised \
-distance over log sizes, row-length shape, X-gather locality and log2 N; a variant needs 3 of \
-them to have measured it). A pick's figure is its fraction of the case's fastest time among the \
-variants the benchmark's search measured (not the whole space); a pick the search did not \
-measure has no figure and is counted apart. The prior's pick is the first variant of the \
-analytic prior in the run that measured the case.";
+(leave-one-class-out), over the records of the same value type and layout, by a rule: the \
+nearest records (standardised distance over log sizes, row-length shape, X-gather locality and \
+log2 N) give a variant their mean fraction of the fastest, either the 8 nearest with equal weights \
+or the 16 nearest with the i-th weighing 1/(1+i); a per-variant ridge regression (penalty 10) of \
+the log fraction on the same standardised features predicts it; a variant's score is s times the \
+prediction plus (1 - s) times the log of the neighbours' mean, s in {0, 1/4, 1/2, 3/4}; a variant \
+needs 3 of the 8 nearest records to have measured it. Which of these 8 rules picks a held-out \
+class's cases is chosen by a leave-one-class-out over the other classes only (nested: the held-out \
+class never decides it); the no-GPU pick uses the rule the same selection chooses over every class. \
+The former rule is the 8 nearest, equal weights, no regression, not nested. A pick's figure is its \
+fraction of the case's fastest time among the variants the benchmark's search measured (not the \
+whole space); a pick the search did not measure has no figure and is counted apart. The prior's \
+pick is the first variant of the analytic prior in the run that measured the case.";
 
 /// Runs the evaluation.
 pub fn run(records: &Path, out: &Path) -> Result<()> {
     let bytes = std::fs::read(records).with_context(|| format!("reading {}", records.display()))?;
     let all = SpmmRecords::from_gz(&bytes)?;
+    let rule = choose_rule(&all, None);
+    println!(
+        "rule chosen over every class: {} (the no-GPU pick's: {})",
+        rule.name(),
+        PICK_RULE.name()
+    );
+    if rule != PICK_RULE {
+        eprintln!("warning: the chosen rule is not the no-GPU pick's PICK_RULE");
+    }
     let judged = judge(&all);
     let mut by_key: BTreeMap<String, Vec<&Judged>> = BTreeMap::new();
     for j in &judged {
@@ -108,6 +136,7 @@ pub fn run(records: &Path, out: &Path) -> Result<()> {
     let report = Report {
         source: all.source.clone(),
         method: METHOD.into(),
+        rule: rule.name(),
         summary,
         classes,
         cases: judged.clone(),
@@ -161,10 +190,12 @@ fn f(x: Option<f64>) -> String {
 
 fn line(g: &Group) -> String {
     format!(
-        "record pick {} ({} of {} measured), prior {} ({} measured); both measured ({}): {} against {}",
+        "record pick {} ({} of {} measured), former {} ({} measured), prior {} ({} measured); both measured ({}): {} against {}",
         f(g.record),
         g.record_measured,
         g.cases,
+        f(g.former),
+        g.former_measured,
         f(g.prior),
         g.prior_measured,
         g.both.2,
@@ -173,16 +204,51 @@ fn line(g: &Group) -> String {
     )
 }
 
+/// The three lowest classes of `per` by `fig`, as `class 0.123`.
+fn worst(per: &BTreeMap<String, Group>, fig: impl Fn(&Group) -> Option<f64>) -> String {
+    let mut v: Vec<(f64, &str)> = per
+        .iter()
+        .filter_map(|(c, g)| Some((fig(g)?, c.as_str())))
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let w: Vec<String> = v
+        .iter()
+        .take(3)
+        .map(|(x, c)| format!("{c} {x:.3}"))
+        .collect();
+    w.join(", ")
+}
+
 fn markdown(r: &Report) -> String {
     let mut s = String::from("# SpMM no-GPU pick, leave-one-class-out (H200 measurements)\n\n");
+    let p = PICK_RULE;
+    let weights = if p.rank_weighted {
+        "the i-th weighing 1/(1+i)"
+    } else {
+        "with equal weights"
+    };
+    s += &format!(
+        "The no-GPU pick's rule: `{}`: the {} nearest records of the value type and layout, \
+         {weights}, give a variant their mean fraction of the fastest; its score is {} times the \
+         ridge-predicted log fraction plus {} times the log of that mean; a variant needs 3 of \
+         the 8 nearest records to have measured it. The former rule (`{}`) ranked by the 8 \
+         nearest records' mean alone.\n\n",
+        r.rule,
+        p.neighbours,
+        p.ridge_share,
+        1.0 - p.ridge_share,
+        RULE_GRID[0].name()
+    );
     s += &format!("{}\n\nRecords: {}.\n\n", r.method, r.source.join("; "));
-    s += "| value, layout | cases | record pick (measured) | prior (measured) | both measured: record / prior (cases) |\n|---|---:|---:|---:|---:|\n";
+    s += "| value, layout | cases | record pick, nested (measured) | former rule (measured) | prior (measured) | both measured: record / prior (cases) |\n|---|---:|---:|---:|---:|---:|\n";
     for (k, g) in &r.summary {
         s += &format!(
-            "| {k} | {} | {} ({}) | {} ({}) | {} / {} ({}) |\n",
+            "| {k} | {} | {} ({}) | {} ({}) | {} ({}) | {} / {} ({}) |\n",
             g.cases,
             f(g.record),
             g.record_measured,
+            f(g.former),
+            g.former_measured,
             f(g.prior),
             g.prior_measured,
             f(g.both.0),
@@ -190,16 +256,28 @@ fn markdown(r: &Report) -> String {
             g.both.2
         );
     }
+    s += "\nFigures count measured picks only: a rule whose picks the search measured less \
+          often is judged on fewer cases (the measured counts in brackets).\n";
+    s += "\n| value, layout | worst classes, record pick | worst classes, former rule |\n|---|---|---|\n";
     for (k, per) in &r.classes {
         s += &format!(
-            "\n## {k}, per class\n\n| class | cases | record pick (measured) | prior (measured) |\n|---|---:|---:|---:|\n"
+            "| {k} | {} | {} |\n",
+            worst(per, |g| g.record),
+            worst(per, |g| g.former)
+        );
+    }
+    for (k, per) in &r.classes {
+        s += &format!(
+            "\n## {k}, per class\n\n| class | cases | record pick (measured) | former rule (measured) | prior (measured) |\n|---|---:|---:|---:|---:|\n"
         );
         for (c, g) in per {
             s += &format!(
-                "| {c} | {} | {} ({}) | {} ({}) |\n",
+                "| {c} | {} | {} ({}) | {} ({}) | {} ({}) |\n",
                 g.cases,
                 f(g.record),
                 g.record_measured,
+                f(g.former),
+                g.former_measured,
                 f(g.prior),
                 g.prior_measured
             );

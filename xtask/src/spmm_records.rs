@@ -10,7 +10,8 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use serde::Serialize;
 use serde_json::Value;
-use sparserl_policies::spmm_records::{SpmmRecord, SpmmRecords, knn_vector};
+use sparserl_policies::spmm_model::{PickRule, RULE_GRID, SpmmModel};
+use sparserl_policies::spmm_records::{NEIGHBOURS, SpmmRecord, SpmmRecords, knn_vector};
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::{SpmmVariant, spmm_space};
 use sparserl_rt::{Csr, Features, ValueType};
@@ -200,7 +201,7 @@ fn record(
     }))
 }
 
-/// One leave-one-class-out judgement: a case and the two picks' fractions
+/// One leave-one-class-out judgement: a case and the picks' fractions
 /// (`None` where the benchmark's search did not measure the pick).
 #[derive(Debug, Clone, Serialize)]
 pub struct Judged {
@@ -212,10 +213,17 @@ pub struct Judged {
     pub key: String,
     /// Width.
     pub n: usize,
+    /// The rule the record pick used: the one a leave-one-class-out over
+    /// the other classes ranked first.
+    pub rule: String,
     /// The record pick (records of other classes only).
     pub record_pick: Option<String>,
     /// Its fraction of the case's fastest measured time.
     pub record_fraction: Option<f64>,
+    /// The former pick (8 nearest, equal weights, no regression).
+    pub former_pick: Option<String>,
+    /// Its fraction.
+    pub former_fraction: Option<f64>,
     /// The prior's first variant (as the report's run ranked it).
     pub prior_pick: Option<String>,
     /// Its fraction.
@@ -224,37 +232,116 @@ pub struct Judged {
     pub distance: f64,
 }
 
-/// Judges every record with the records of the other classes.
+/// `variant`'s fraction of `r`'s fastest time, where measured.
+fn fraction(all: &SpmmRecords, r: &SpmmRecord, variant: &SpmmVariant) -> Option<f64> {
+    let id = variant.id();
+    r.measured
+        .iter()
+        .find(|(i, _)| all.variants[*i as usize] == id)
+        .map(|&(_, f)| f64::from(f))
+}
+
+/// The classes of the records, sorted.
+fn classes(all: &SpmmRecords) -> Vec<&str> {
+    let mut c: Vec<&str> = all.records.iter().map(|r| r.class.as_str()).collect();
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+/// For each class `held` but `outer`, each value type and layout: the
+/// records of `held` picked by a model fitted without `held` and `outer`,
+/// under every rule of [`RULE_GRID`]; per rule the sum of the log fractions
+/// of the measured picks and their count.
+fn inner_scores(all: &SpmmRecords, outer: Option<&str>) -> Vec<(f64, usize)> {
+    let mut acc = vec![(0.0, 0usize); RULE_GRID.len()];
+    for held in classes(all).into_iter().filter(|c| Some(*c) != outer) {
+        let mut exclude: Vec<&str> = outer.into_iter().collect();
+        exclude.push(held);
+        let mut models: Vec<(ValueType, DenseLayout, SpmmModel)> = Vec::new();
+        for r in all.records.iter().filter(|r| r.class == held) {
+            if !models.iter().any(|m| m.0 == r.value && m.1 == r.layout) {
+                let m = SpmmModel::fit(all, r.value, r.layout, r.vector.len(), &exclude);
+                models.push((r.value, r.layout, m));
+            }
+            let model = &models
+                .iter()
+                .find(|m| m.0 == r.value && m.1 == r.layout)
+                .unwrap()
+                .2;
+            let space = spmm_space(r.n, r.layout);
+            for (rule, a) in RULE_GRID.iter().zip(&mut acc) {
+                let pick = model.rank(&r.vector, &space, *rule).first().map(|p| p.0);
+                if let Some(f) = pick.and_then(|p| fraction(all, r, &p)) {
+                    a.0 += f.ln();
+                    a.1 += 1;
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// The rule of [`RULE_GRID`] with the best geometric mean fraction in a
+/// leave-one-class-out over the classes other than `outer` (the first on
+/// ties); with `outer` `None`, over every class.
+pub fn choose_rule(all: &SpmmRecords, outer: Option<&str>) -> PickRule {
+    let scores = inner_scores(all, outer);
+    let mean = |(s, k): (f64, usize)| {
+        if k == 0 {
+            f64::NEG_INFINITY
+        } else {
+            s / k as f64
+        }
+    };
+    let best = (0..RULE_GRID.len())
+        .rev()
+        .max_by(|&a, &b| mean(scores[a]).total_cmp(&mean(scores[b])))
+        .unwrap_or(0);
+    RULE_GRID[best]
+}
+
+/// Judges every record with the records of the other classes, under the
+/// rule a leave-one-class-out over those other classes chooses (nested:
+/// the held-out class never decides the rule), beside the former rule.
 pub fn judge(all: &SpmmRecords) -> Vec<Judged> {
+    let rules: HashMap<&str, PickRule> = std::thread::scope(|s| {
+        let handles: Vec<_> = classes(all)
+            .into_iter()
+            .map(|c| s.spawn(move || (c, choose_rule(all, Some(c)))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .collect()
+    });
     all.records
         .iter()
-        .map(|r| {
-            let space = spmm_space(r.n, r.layout);
-            let frac = |v: &SpmmVariant| {
-                let id = v.id();
-                r.measured
-                    .iter()
-                    .find(|(i, _)| all.variants[*i as usize] == id)
-                    .map(|&(_, f)| f64::from(f))
-            };
-            let pick = all
-                .rank(&r.vector, r.value, r.layout, &space, Some(&r.class))
-                .first()
-                .map(|p| p.0);
-            let prior = r.prior.as_deref().and_then(|p| SpmmVariant::parse(p).ok());
-            let near = all.nearest(&r.vector, r.value, r.layout, Some(&r.class));
-            let distance = near.iter().map(|n| n.0).sum::<f64>() / near.len().max(1) as f64;
-            Judged {
-                matrix: r.matrix.clone(),
-                class: r.class.clone(),
-                key: format!("{} {}", r.value, r.layout.as_str()),
-                n: r.n,
-                record_pick: pick.map(|p| p.id()),
-                record_fraction: pick.as_ref().and_then(frac),
-                prior_pick: prior.map(|p| p.id()),
-                prior_fraction: prior.as_ref().and_then(frac),
-                distance,
-            }
-        })
+        .map(|r| judge_one(all, r, rules[r.class.as_str()]))
         .collect()
+}
+
+fn judge_one(all: &SpmmRecords, r: &SpmmRecord, rule: PickRule) -> Judged {
+    let space = spmm_space(r.n, r.layout);
+    let model = SpmmModel::fit(all, r.value, r.layout, r.vector.len(), &[&r.class]);
+    let first = |rule: PickRule| model.rank(&r.vector, &space, rule).first().map(|p| p.0);
+    let pick = first(rule);
+    let former = first(RULE_GRID[0]);
+    let prior = r.prior.as_deref().and_then(|p| SpmmVariant::parse(p).ok());
+    let near = model.nearest(&r.vector, NEIGHBOURS);
+    let distance = near.iter().map(|n| n.0).sum::<f64>() / near.len().max(1) as f64;
+    Judged {
+        matrix: r.matrix.clone(),
+        class: r.class.clone(),
+        key: format!("{} {}", r.value, r.layout.as_str()),
+        n: r.n,
+        rule: rule.name(),
+        record_pick: pick.map(|p| p.id()),
+        record_fraction: pick.and_then(|p| fraction(all, r, &p)),
+        former_pick: former.map(|p| p.id()),
+        former_fraction: former.and_then(|p| fraction(all, r, &p)),
+        prior_pick: prior.map(|p| p.id()),
+        prior_fraction: prior.and_then(|p| fraction(all, r, &p)),
+        distance,
+    }
 }

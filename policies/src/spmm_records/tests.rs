@@ -64,6 +64,15 @@ fn the_nearest_records_decide() {
     assert_eq!(far[0].0, space[1]);
     // Unknown ids are skipped, every ranked variant is of the space.
     assert!(near.iter().all(|(v, _)| space.contains(v)));
+    // Scores blend log fractions: near the origin variant 0 (measured 1.0
+    // by every near record, 0.4 by the far ones) scores a little below
+    // ln 1 (the regression shrinks towards the mean), variant 1 well below.
+    assert_eq!(near.len(), 2);
+    assert!(near[0].1 <= 0.0 && near[0].1 > -0.3, "{}", near[0].1);
+    assert!(near[1].1 < near[0].1 - 0.3, "{}", near[1].1);
+    // The ranking is the model's under the rule.
+    let model = SpmmModel::fit(&r, ValueType::F32, DenseLayout::RowMajor, 2, &[]);
+    assert_eq!(near, model.rank(&[0.0, 0.0], &space, PICK_RULE));
 }
 
 #[test]

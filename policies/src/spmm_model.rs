@@ -1,0 +1,292 @@
+//! How the SpMM record pick scores a variant: the nearest records' mean
+//! fraction of the fastest (optionally weighted by nearness rank), blended
+//! with a per-variant ridge regression of the log fraction on the matrix
+//! features, both fitted on the records of one value type and layout.
+
+use crate::spmm_records::{MIN_VOTES, NEIGHBOURS, SpmmRecord, SpmmRecords};
+use sparserl_rt::ValueType;
+use sparserl_rt::dense::DenseLayout;
+use sparserl_rt::spmm::SpmmVariant;
+
+/// How a pick scores a variant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PickRule {
+    /// Nearest records whose measured fractions are averaged.
+    pub neighbours: usize,
+    /// Whether the i-th nearest record (from 0) weighs 1 / (1 + i), else 1.
+    pub rank_weighted: bool,
+    /// Weight of the ridge prediction of the log fraction; the rest goes to
+    /// the log of the neighbours' mean fraction (0: the mean alone).
+    pub ridge_share: f64,
+}
+
+impl PickRule {
+    /// A short name, e.g. `k16-rank-ridge0.5`.
+    pub fn name(&self) -> String {
+        let w = if self.rank_weighted { "rank" } else { "flat" };
+        format!("k{}-{w}-ridge{}", self.neighbours, self.ridge_share)
+    }
+}
+
+/// The rules a leave-one-class-out selection chooses among: the former
+/// rule (8 neighbours, equal weights, no regression) and rank-weighted 16,
+/// each with ridge shares 0, 1/4, 1/2 and 3/4.
+pub const RULE_GRID: [PickRule; 8] = {
+    const fn r(neighbours: usize, rank_weighted: bool, ridge_share: f64) -> PickRule {
+        PickRule {
+            neighbours,
+            rank_weighted,
+            ridge_share,
+        }
+    }
+    [
+        r(8, false, 0.0),
+        r(8, false, 0.25),
+        r(8, false, 0.5),
+        r(8, false, 0.75),
+        r(16, true, 0.0),
+        r(16, true, 0.25),
+        r(16, true, 0.5),
+        r(16, true, 0.75),
+    ]
+};
+
+/// The rule of the no-GPU pick: the one of [`RULE_GRID`] that
+/// leave-one-class-out over all committed records ranks first (`cargo
+/// xtask spmm-records loco` prints it).
+pub const PICK_RULE: PickRule = RULE_GRID[6];
+
+/// Ridge penalty on the standardised features (not on the intercept).
+pub const RIDGE_PENALTY: f64 = 10.0;
+
+/// Records a variant needs to have measured for its regression to be fitted.
+const MIN_FIT: usize = 5;
+
+/// The records of one value type and layout (less some classes), their
+/// standardisation and one ridge fit per variant.
+#[derive(Debug, Clone)]
+pub struct SpmmModel<'a> {
+    pool: Vec<&'a SpmmRecord>,
+    mean: Vec<f64>,
+    scale: Vec<f64>,
+    variants: Vec<Option<SpmmVariant>>,
+    ridge: Vec<Option<Vec<f64>>>,
+}
+
+impl<'a> SpmmModel<'a> {
+    /// Fits on the records of `value` and `layout` with vectors of `dims`
+    /// entries, leaving out those of the classes in `exclude`.
+    pub fn fit(
+        records: &'a SpmmRecords,
+        value: ValueType,
+        layout: DenseLayout,
+        dims: usize,
+        exclude: &[&str],
+    ) -> SpmmModel<'a> {
+        let pool: Vec<&SpmmRecord> = records
+            .records
+            .iter()
+            .filter(|r| r.value == value && r.layout == layout && r.vector.len() == dims)
+            .filter(|r| !exclude.contains(&r.class.as_str()))
+            .collect();
+        let (mean, scale) = moments(&pool, dims);
+        let mut model = SpmmModel {
+            pool,
+            mean,
+            scale,
+            variants: records
+                .variants
+                .iter()
+                .map(|id| SpmmVariant::parse(id).ok())
+                .collect(),
+            ridge: Vec::new(),
+        };
+        model.ridge = model.fit_ridge(records.variants.len());
+        model
+    }
+
+    /// Whether no record applies.
+    pub fn is_empty(&self) -> bool {
+        self.pool.is_empty()
+    }
+
+    /// `[1, standardised vector]`: the regression's inputs.
+    fn inputs(&self, vector: &[f64]) -> Vec<f64> {
+        let z = vector
+            .iter()
+            .zip(&self.mean)
+            .zip(&self.scale)
+            .map(|((x, m), s)| (x - m) / s);
+        std::iter::once(1.0).chain(z).collect()
+    }
+
+    /// Per variant, the ridge coefficients of ln(fraction) on
+    /// [`Self::inputs`], where [`MIN_FIT`] records measured it.
+    fn fit_ridge(&self, variants: usize) -> Vec<Option<Vec<f64>>> {
+        let d = self.mean.len() + 1;
+        let mut gram = vec![vec![0.0; d * d]; variants];
+        let mut rhs = vec![vec![0.0; d]; variants];
+        let mut count = vec![0usize; variants];
+        for r in &self.pool {
+            let a = self.inputs(&r.vector);
+            for &(i, frac) in &r.measured {
+                let i = i as usize;
+                let y = f64::from(frac).max(1e-6).ln();
+                for (p, ap) in a.iter().enumerate() {
+                    rhs[i][p] += ap * y;
+                    for (q, aq) in a.iter().enumerate() {
+                        gram[i][p * d + q] += ap * aq;
+                    }
+                }
+                count[i] += 1;
+            }
+        }
+        gram.into_iter()
+            .zip(rhs)
+            .zip(count)
+            .map(|((mut g, b), k)| {
+                if k < MIN_FIT {
+                    return None;
+                }
+                for p in 0..d {
+                    g[p * d + p] += if p == 0 { 1e-6 } else { RIDGE_PENALTY };
+                }
+                solve(g, b)
+            })
+            .collect()
+    }
+
+    /// Indices into the pool, nearest to `vector` first, with distances.
+    fn order(&self, vector: &[f64]) -> Vec<(f64, usize)> {
+        let mut near: Vec<(f64, usize)> = self
+            .pool
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (distance(&r.vector, vector, &self.scale), i))
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        near
+    }
+
+    /// The `k` records nearest to `vector` (standardised distance), nearest
+    /// first, with their distances.
+    pub fn nearest(&self, vector: &[f64], k: usize) -> Vec<(f64, &'a SpmmRecord)> {
+        let mut near = self.order(vector);
+        near.truncate(k);
+        near.into_iter().map(|(d, i)| (d, self.pool[i])).collect()
+    }
+
+    /// The variants of `space` ranked by `rule`'s score, best first; a
+    /// variant needs [`MIN_VOTES`] of the [`NEIGHBOURS`] nearest records to
+    /// have measured it (and a regression where `rule` blends one in).
+    pub fn rank(
+        &self,
+        vector: &[f64],
+        space: &[SpmmVariant],
+        rule: PickRule,
+    ) -> Vec<(SpmmVariant, f64)> {
+        let order = self.order(vector);
+        // Per variant: weighted sum of fractions, sum of weights, votes.
+        let mut acc = vec![(0.0, 0.0, 0usize); self.variants.len()];
+        for (rank, &(_, i)) in order
+            .iter()
+            .take(rule.neighbours.max(NEIGHBOURS))
+            .enumerate()
+        {
+            let w = if rule.rank_weighted {
+                1.0 / (1.0 + rank as f64)
+            } else {
+                1.0
+            };
+            for &(v, frac) in &self.pool[i].measured {
+                let e = &mut acc[v as usize];
+                if rank < rule.neighbours {
+                    e.0 += w * f64::from(frac);
+                    e.1 += w;
+                }
+                e.2 += usize::from(rank < NEIGHBOURS);
+            }
+        }
+        let a = self.inputs(vector);
+        let mut out: Vec<(SpmmVariant, f64)> = acc
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.2 >= MIN_VOTES && e.1 > 0.0)
+            .filter_map(|(i, e)| {
+                let v = self.variants[i].filter(|v| space.contains(v))?;
+                let mean = e.0 / e.1;
+                if rule.ridge_share <= 0.0 {
+                    return Some((v, mean));
+                }
+                let pred: f64 = self.ridge[i]
+                    .as_ref()?
+                    .iter()
+                    .zip(&a)
+                    .map(|(c, x)| c * x)
+                    .sum();
+                let s = rule.ridge_share;
+                Some((v, s * pred + (1.0 - s) * mean.max(1e-6).ln()))
+            })
+            .collect();
+        out.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+        out
+    }
+}
+
+/// Mean and standard deviation per dimension over `pool` (deviation 1
+/// where it is 0).
+fn moments(pool: &[&SpmmRecord], dims: usize) -> (Vec<f64>, Vec<f64>) {
+    let n = pool.len().max(1) as f64;
+    (0..dims)
+        .map(|d| {
+            let mean = pool.iter().map(|r| r.vector[d]).sum::<f64>() / n;
+            let var = pool
+                .iter()
+                .map(|r| (r.vector[d] - mean).powi(2))
+                .sum::<f64>()
+                / n;
+            (mean, if var > 1e-18 { var.sqrt() } else { 1.0 })
+        })
+        .unzip()
+}
+
+fn distance(a: &[f64], b: &[f64], scale: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .zip(scale)
+        .map(|((x, y), s)| ((x - y) / s).powi(2))
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// Solves the `d`x`d` system `g x = b` (row-major `g`) by Gaussian
+/// elimination with partial pivoting; `None` if it is singular.
+fn solve(mut g: Vec<f64>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let d = b.len();
+    for c in 0..d {
+        let p = (c..d).max_by(|&x, &y| g[x * d + c].abs().total_cmp(&g[y * d + c].abs()))?;
+        if g[p * d + c].abs() < 1e-12 {
+            return None;
+        }
+        for k in 0..d {
+            g.swap(c * d + k, p * d + k);
+        }
+        b.swap(c, p);
+        for r in c + 1..d {
+            let f = g[r * d + c] / g[c * d + c];
+            for k in c..d {
+                g[r * d + k] -= f * g[c * d + k];
+            }
+            b[r] -= f * b[c];
+        }
+    }
+    let mut x = vec![0.0; d];
+    for r in (0..d).rev() {
+        let s: f64 = (r + 1..d).map(|k| g[r * d + k] * x[k]).sum();
+        x[r] = (b[r] - s) / g[r * d + r];
+    }
+    Some(x)
+}
+
+#[cfg(test)]
+mod tests;

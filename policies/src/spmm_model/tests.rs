@@ -1,0 +1,103 @@
+//! Tests of the pick's scoring.
+
+use super::*;
+use sparserl_rt::spmm::spmm_space;
+
+fn record(class: &str, x: f64, measured: Vec<(u32, f32)>) -> SpmmRecord {
+    SpmmRecord {
+        matrix: format!("m-{class}-{x}"),
+        class: class.into(),
+        value: ValueType::F32,
+        layout: DenseLayout::RowMajor,
+        n: 64,
+        vector: vec![x],
+        measured,
+        prior: None,
+    }
+}
+
+fn records(records: Vec<SpmmRecord>) -> SpmmRecords {
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    SpmmRecords {
+        source: vec!["test".into()],
+        variants: vec![space[0].id(), space[1].id()],
+        records,
+    }
+}
+
+fn rule(neighbours: usize, rank_weighted: bool, ridge_share: f64) -> PickRule {
+    PickRule {
+        neighbours,
+        rank_weighted,
+        ridge_share,
+    }
+}
+
+#[test]
+fn the_regression_extrapolates_a_trend_the_neighbours_lag() {
+    // Variant 0 improves with x (0.3 to 0.9), variant 1 holds at 0.85.
+    let r = records(
+        (0..16)
+            .map(|i| {
+                let x = f64::from(i);
+                let f0 = (0.3 + 0.04 * x) as f32;
+                record("train", x, vec![(0, f0), (1, 0.85)])
+            })
+            .collect(),
+    );
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    let m = SpmmModel::fit(&r, ValueType::F32, DenseLayout::RowMajor, 1, &[]);
+    // Beyond the records (x = 20) the 8 nearest (x = 8..15) average 0.76
+    // for variant 0; the regression carries its trend on.
+    let mean_only = m.rank(&[20.0], &space, rule(8, false, 0.0));
+    assert_eq!(mean_only[0].0, space[1]);
+    assert!((mean_only[0].1 - 0.85).abs() < 1e-6);
+    let ridge = m.rank(&[20.0], &space, rule(8, false, 1.0));
+    assert_eq!(ridge[0].0, space[0]);
+    // Scores are then predicted log fractions: variant 1's is ln 0.85.
+    assert!((ridge[1].1 - 0.85f64.ln()).abs() < 1e-3, "{}", ridge[1].1);
+}
+
+#[test]
+fn rank_weights_let_the_nearest_record_decide() {
+    // The nearest record prefers variant 1; seven farther ones mildly prefer 0.
+    let mut recs = vec![record("a", 0.0, vec![(0, 0.5), (1, 1.0)])];
+    for i in 1..8 {
+        recs.push(record("b", 1.0 + f64::from(i), vec![(0, 1.0), (1, 0.9)]));
+    }
+    let r = records(recs);
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    let m = SpmmModel::fit(&r, ValueType::F32, DenseLayout::RowMajor, 1, &[]);
+    assert_eq!(m.rank(&[0.0], &space, rule(8, false, 0.0))[0].0, space[0]);
+    assert_eq!(m.rank(&[0.0], &space, rule(8, true, 0.0))[0].0, space[1]);
+    // Left out, class a does not vote.
+    let without = SpmmModel::fit(&r, ValueType::F32, DenseLayout::RowMajor, 1, &["a"]);
+    assert_eq!(
+        without.rank(&[0.0], &space, rule(8, true, 0.0))[0].0,
+        space[0]
+    );
+    assert_eq!(without.nearest(&[0.0], 3).len(), 3);
+}
+
+#[test]
+fn a_blend_needs_a_fitted_regression_and_the_grid_holds_the_rule() {
+    // Four records: the quorum is met, a regression is not fitted.
+    let r = records(
+        (0..4)
+            .map(|i| record("a", f64::from(i), vec![(0, 1.0), (1, 0.5)]))
+            .collect(),
+    );
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    let m = SpmmModel::fit(&r, ValueType::F32, DenseLayout::RowMajor, 1, &[]);
+    assert_eq!(m.rank(&[0.0], &space, rule(8, false, 0.0)).len(), 2);
+    assert!(m.rank(&[0.0], &space, rule(8, false, 0.5)).is_empty());
+    assert!(RULE_GRID.contains(&PICK_RULE));
+    assert_eq!(RULE_GRID[0], rule(NEIGHBOURS, false, 0.0));
+}
+
+#[test]
+fn the_solver_solves() {
+    let x = solve(vec![2.0, 1.0, 1.0, 3.0], vec![3.0, 5.0]).expect("regular");
+    assert!((x[0] - 0.8).abs() < 1e-12 && (x[1] - 1.4).abs() < 1e-12);
+    assert!(solve(vec![1.0, 2.0, 2.0, 4.0], vec![1.0, 2.0]).is_none());
+}
