@@ -230,7 +230,17 @@ pub struct Judged {
     pub prior_fraction: Option<f64>,
     /// Mean standardised distance of the record pick's neighbours.
     pub distance: f64,
+    /// The best fraction among the record ranking's first [`FIRST_K`]
+    /// variants that the benchmark measured (what a search measuring them
+    /// first would reach), `None` when it measured none of them.
+    pub record_first16: Option<f64>,
+    /// How many of those [`FIRST_K`] it measured.
+    pub record_first16_measured: usize,
 }
+
+/// Candidates of the first-k figure: as many as the SpMV policy's
+/// first-16 evaluation.
+pub const FIRST_K: usize = 16;
 
 /// `variant`'s fraction of `r`'s fastest time, where measured.
 fn fraction(all: &SpmmRecords, r: &SpmmRecord, variant: &SpmmVariant) -> Option<f64> {
@@ -326,6 +336,12 @@ fn judge_one(all: &SpmmRecords, r: &SpmmRecord, rule: PickRule) -> Judged {
     let model = SpmmModel::fit(all, r.value, r.layout, r.vector.len(), &[&r.class]);
     let first = |rule: PickRule| model.rank(&r.vector, &space, rule).first().map(|p| p.0);
     let pick = first(rule);
+    let head: Vec<f64> = model
+        .rank(&r.vector, &space, rule)
+        .iter()
+        .take(FIRST_K)
+        .filter_map(|p| fraction(all, r, &p.0))
+        .collect();
     let former = first(RULE_GRID[0]);
     let prior = r.prior.as_deref().and_then(|p| SpmmVariant::parse(p).ok());
     let near = model.nearest(&r.vector, NEIGHBOURS);
@@ -343,5 +359,7 @@ fn judge_one(all: &SpmmRecords, r: &SpmmRecord, rule: PickRule) -> Judged {
         prior_pick: prior.map(|p| p.id()),
         prior_fraction: prior.and_then(|p| fraction(all, r, &p)),
         distance,
+        record_first16: head.iter().copied().reduce(f64::max),
+        record_first16_measured: head.len(),
     }
 }
