@@ -49,7 +49,9 @@ pub use net::{LearnedPolicy, PolicyError};
 pub use spmm::{
     SPMM_PRIOR_VERSION, spmm_prior, spmm_prior_for, spmm_prior_score, spmm_template_rule,
 };
-pub use spmm_records::{SPMM_RECORDS_VERSION, SpmmRecords, knn_vector, spmm_record_pick};
+pub use spmm_records::{
+    SPMM_RECORDS_VERSION, SpmmRecords, knn_vector, spmm_record_pick, spmm_search_order,
+};
 
 use sparserl_rt::{Features, Strategy, ValueType, Variant, core_space};
 

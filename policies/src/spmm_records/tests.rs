@@ -141,3 +141,51 @@ fn the_embedded_records_parse_and_name_variants_of_the_space() {
         );
     }
 }
+
+#[test]
+fn the_search_tries_the_records_first_then_the_ranking() {
+    let r = records();
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    // A ranking that puts variants 0 and 1 last.
+    let mut ranked = space.clone();
+    ranked.rotate_left(2);
+    let far = r.search_order(
+        &[10.0, 10.0],
+        ValueType::F32,
+        DenseLayout::RowMajor,
+        &ranked,
+        None,
+    );
+    // The records rank variant 1 then 0 far from the origin; the rest keeps
+    // the ranking's order; nothing is lost or repeated.
+    assert_eq!(&far[..2], &[space[1], space[0]]);
+    assert_eq!(&far[2..], &ranked[..ranked.len() - 2]);
+    // No records of the value type: the ranking itself.
+    let none = r.search_order(
+        &[10.0, 10.0],
+        ValueType::F64,
+        DenseLayout::RowMajor,
+        &ranked,
+        None,
+    );
+    assert_eq!(none, ranked);
+    assert_eq!(r.class_of("m-near"), Some("near"));
+    assert_eq!(r.class_of("elsewhere"), None);
+}
+
+#[test]
+fn the_embedded_search_order_is_a_permutation_of_the_space() {
+    let diag: Vec<(u32, u32, f64)> = (0..1000).map(|i| (i, i, 1.0)).collect();
+    let f = Features::compute(&sparserl_rt::Csr::from_triplets(1000, 1000, &diag).unwrap());
+    for (value, layout) in [
+        (ValueType::F32, DenseLayout::RowMajor),
+        (ValueType::F64, DenseLayout::ColMajor),
+    ] {
+        let order = spmm_search_order(&f, value, 32, layout, Some("road-network"));
+        let mut a: Vec<String> = order.iter().map(|v| v.id()).collect();
+        let mut b: Vec<String> = spmm_space(32, layout).iter().map(|v| v.id()).collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{value} {layout:?}");
+    }
+}

@@ -11,8 +11,10 @@ use crate::entry_spmm::{SpmmArchImage, SpmmEntry, SpmmKernelReport, SpmmModuleEn
 use crate::lock::LockFile;
 use crate::lock_spmm::SpmmLockEntry;
 use crate::search::spmm::{SpmmSearchConfig, SpmmTuneOutcome};
+use sparserl_policies::spmm_records::SEARCH_LEAD;
 use sparserl_policies::{
     SPMM_PRIOR_VERSION, SpmmRecords, spmm_prior_for, spmm_prior_score, spmm_record_pick,
+    spmm_search_order,
 };
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::{SpmmVariant, spmm_space};
@@ -361,13 +363,14 @@ fn policy_pick(first: &Features, value: ValueType, n: usize, dense: DenseLayout)
 fn announce_spmm_prior(b: &SpmmBuild<'_>) {
     if !b.announced.replace(true) {
         b.log.detail(&format!(
-            "SpMM kernels without a GPU: the nearest measured records' pick ({}) where they cover the value type and layout, else the analytic prior ({SPMM_PRIOR_VERSION}); the measured search ranks by the prior", SpmmRecords::embedded_fingerprint()
+            "SpMM kernels without a GPU: the nearest measured records' pick ({}) where they cover the value type and layout, else the analytic prior ({SPMM_PRIOR_VERSION}); the measured search tries the records' first {SEARCH_LEAD}, then the prior's ranking", SpmmRecords::embedded_fingerprint()
         ));
     }
 }
 
-/// Per declared width, the prior's ranking of the space (what the search
-/// measures, in order).
+/// Per declared width, the order the search measures the space in: the
+/// measured records' first few, then the prior's ranking
+/// ([`spmm_search_order`]).
 pub fn spmm_candidates(
     first: &Features,
     decl: &KernelDecl,
@@ -375,7 +378,7 @@ pub fn spmm_candidates(
 ) -> Vec<(usize, Vec<SpmmVariant>)> {
     s.columns
         .iter()
-        .map(|&n| (n, spmm_prior_for(first, decl.value, n, s.dense)))
+        .map(|&n| (n, spmm_search_order(first, decl.value, n, s.dense, None)))
         .collect()
 }
 

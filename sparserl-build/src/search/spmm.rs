@@ -8,8 +8,9 @@
 //!
 //! Per width, with that width's share of the budget (the budget divided by
 //! the widths left, so time a cheap width does not use goes to the next):
-//! 1. Exploration ([`explore_width`]): candidates in the given order (the
-//!    prior's ranking of the whole space) for half of the width's
+//! 1. Exploration ([`explore_width`]): candidates in the given order (a
+//!    build's: the measured records' first few, then the prior's ranking of
+//!    the whole space) for half of the width's
 //!    exploration budget (its share less [`FINALIST_RESERVE`]), then a climb
 //!    over the single-knob [`neighbors`] of the best measured so far, then
 //!    the given order again, each measured once on every sample, until that
@@ -203,7 +204,8 @@ impl Ledger<'_> {
 }
 
 /// Runs the search. `candidates` holds, per declared width, the variants
-/// to try in order (the prior's ranking of `spmm_space(n, layout)`).
+/// to try in order (a ranking of `spmm_space(n, layout)`; a build's is
+/// `spmm_search_order`).
 pub fn search_spmm(
     candidates: &[(usize, Vec<SpmmVariant>)],
     source: &mut dyn SpmmSource,

@@ -9,7 +9,7 @@
 //! compulsory bytes fit in L2):
 //!
 //! - **ours**: the winner of the product's measured SpMM search at the
-//!   case's width ([`search`]: `search_spmm` over the SpMM prior's ranking,
+//!   case's width ([`search`]: `search_spmm` in the product's order,
 //!   budget `--budget-large` / `--budget-real`), launched through the
 //!   product's `SpmmKernel` API ([`ours`]), checked and re-timed [`RETIMES`]
 //!   times (the median reported); the prior's first pick beside it,

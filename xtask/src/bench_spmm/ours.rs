@@ -6,7 +6,7 @@
 //! ships it), compiled once up front with NVRTC on all cores, wrapped in an
 //! [`SpmmSpec`] and launched through the product's own safe API
 //! ([`SpmmKernel::spmm`]). Per case, ours is the winner of the product's
-//! measured search (`super::search`: `search_spmm` over the prior's ranking,
+//! measured search (`super::search`: `search_spmm` in the product's order,
 //! each measurement checked against float64 on a NaN-poisoned Y before it is
 //! timed). With `--sweep` every variant is also checked and timed briefly
 //! and the fastest re-timed: the best of the space, and
@@ -217,8 +217,10 @@ impl Ours {
     /// How ours is chosen, for the report.
     pub fn choice_label(&self) -> String {
         format!(
-            "ours = the product's measured SpMM search (sparserl-build's search_spmm over the \
-             SpMM prior's ranking of spmm_space(n, layout) at the case's width, default \
+            "ours = the product's measured SpMM search (sparserl-build's search_spmm over \
+             spmm_space(n, layout) at the case's width in the product's order: the measured \
+             records' first 8, records of the case's own class left out, then the SpMM \
+             prior's ranking; default \
              settings, budget {} s per large case and {} s per real case; the winner checked and re-timed {} times, \
              their median reported, as is cuSPARSE's fastest algorithm); \
              prior = the prior's first variant; best of space (with --sweep) = every variant \
