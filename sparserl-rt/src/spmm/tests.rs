@@ -1,7 +1,7 @@
+use super::variant::PASS_WARPS;
 use super::*;
 use crate::dense::DenseLayout;
 use crate::variant::ValueType;
-use super::variant::PASS_WARPS;
 use std::collections::HashSet;
 
 const WIDTHS: [usize; 8] = [1, 3, 5, 16, 32, 64, 128, 257];
