@@ -2,8 +2,9 @@
 //!
 //! Builds example-app (its build script tunes or picks a kernel per declared
 //! pattern), reports per kernel the variant, how it was chosen and where its
-//! CUDA source and PTX are, then runs example-app (which solves CG and
-//! PageRank on a GPU, or says there is none and exits cleanly).
+//! CUDA source and PTX are (SpMM kernels per declared width), then runs
+//! example-app (which solves CG and PageRank and runs a GCN layer on a GPU,
+//! or says there is none and exits cleanly).
 
 use anyhow::{Context, Result, bail};
 use sparserl_build::{Builder, CacheStatus, Output};
@@ -32,6 +33,43 @@ fn find_out_dir(target: &Path, profile: &str) -> Option<PathBuf> {
                 .and_then(|m| m.modified())
                 .ok()
         })
+}
+
+/// The SpMM kernels of the listing: per declared width its variant, and
+/// where the CUDA sources are.
+fn print_spmm(report: &sparserl_build::BuildReport) {
+    for k in &report.spmm_kernels {
+        let e = &k.entry;
+        for m in &e.widths {
+            println!(
+                "  {:<10} {} spmm N = {:<4} -> {:<32} [{}]{}",
+                k.name,
+                e.value,
+                m.width.map_or("any".to_string(), |n| n.to_string()),
+                m.variant.id(),
+                e.note,
+                if k.cache == CacheStatus::Hit {
+                    ""
+                } else {
+                    " (regenerated)"
+                }
+            );
+        }
+        for p in &k.source_paths {
+            println!("             source {}", p.display());
+        }
+        let arch: Vec<&str> = e.arch.iter().map(String::as_str).collect();
+        println!(
+            "             images {} per module ({} layout, fallback {})",
+            if arch.is_empty() {
+                "none (compiled at first use)".to_string()
+            } else {
+                arch.join(", ")
+            },
+            e.layout.as_str(),
+            e.fallback.variant.id()
+        );
+    }
 }
 
 /// Runs the demo.
@@ -95,6 +133,7 @@ pub fn run(args: Args) -> Result<()> {
             ),
         }
     }
+    print_spmm(&report);
     println!("  module {}\n", report.module.display());
     let exe = target.join(profile).join("example-app");
     eprintln!("demo: running {}", exe.display());
