@@ -29,7 +29,7 @@ pub const NEIGHBOURS: usize = 8;
 
 /// Variants of the records' ranking a measured search tries before the
 /// prior's: leave-one-class-out, the best measured of the ranking's first 16
-/// is 0.98-0.99 of the case's fastest, its first alone 0.87-0.92.
+/// is 0.97-0.99 of the case's fastest, its first alone 0.87-0.93.
 pub const SEARCH_LEAD: usize = 8;
 
 /// Neighbours that must have measured a variant for it to be ranked.
