@@ -110,7 +110,15 @@ pub struct LocoRecord {
     pub template: f64,
     /// Best of the first [`FIRST_K`] runnable proposals, fraction of the oracle.
     pub first16: f64,
+    /// The same when the 8 nearest training records' best [`KNN_LEAD`]
+    /// runnable variants (by their mean fraction) lead and the policy's
+    /// proposals fill the rest of the [`FIRST_K`].
+    #[serde(default)]
+    pub first16_knn: f64,
 }
+
+/// Candidates the nearest records contribute to `first16_knn`.
+pub const KNN_LEAD: usize = 8;
 
 /// Whether a record's matrix is real: by its provenance, else by
 /// [`GENERATED_CLASSES`].
@@ -213,6 +221,27 @@ fn neighbour_picks(
     ]
 }
 
+/// [`FIRST_K`] candidates: the nearest records' best [`KNN_LEAD`] of
+/// `proposals` (the runnable space in the policy's order) by their mean
+/// fraction, then `proposals` in order, without repeats.
+fn knn_led(knn: &NeighbourPick<'_>, r: &Prepared, proposals: &[Variant]) -> Vec<Variant> {
+    let space = policy_space();
+    let mean = knn.scores(&r.features, r.value, Combine::Mean);
+    let score = |v: &Variant| space.iter().position(|x| x == v).map_or(0.0, |j| mean[j]);
+    let mut lead: Vec<Variant> = proposals.to_vec();
+    lead.sort_by(|a, b| score(b).total_cmp(&score(a)));
+    lead.truncate(KNN_LEAD);
+    for v in proposals {
+        if lead.len() >= FIRST_K {
+            break;
+        }
+        if !lead.contains(v) {
+            lead.push(*v);
+        }
+    }
+    lead
+}
+
 /// Evaluates `policy` (and the neighbour picks of `knn`) on one prepared record.
 fn eval_record(
     policy: &LearnedPolicy,
@@ -242,13 +271,15 @@ fn eval_record(
         let id = pick.map(|v| v.id()).unwrap_or_default();
         zero_shot.insert(name, (id, frac.unwrap_or(0.0)));
     }
-    let first16 = policy
+    let proposals: Vec<Variant> = policy
         .propose(&f, r.value, policy_space().len())
         .into_iter()
-        .filter(|p| runnable(&p.variant))
-        .take(FIRST_K)
-        .filter_map(|p| fraction(r, &p.variant))
-        .fold(0.0, f64::max);
+        .map(|p| p.variant)
+        .filter(|v| runnable(v))
+        .collect();
+    let best = |vs: &[Variant]| vs.iter().filter_map(|v| fraction(r, v)).fold(0.0, f64::max);
+    let first16 = best(&proposals[..FIRST_K.min(proposals.len())]);
+    let first16_knn = best(&knn_led(knn, r, &proposals));
     let large = compulsory_bytes(&r.features, r.value) > LARGE_BYTES;
     LocoRecord {
         matrix: r.name.clone(),
@@ -261,6 +292,7 @@ fn eval_record(
         unmeasured,
         template: fraction(r, &template_rule(&f)).unwrap_or(0.0),
         first16,
+        first16_knn,
     }
 }
 

@@ -178,14 +178,15 @@ fn main() -> Result<()> {
                     .map(|(k, v)| format!("{k} {:.3}", v.1))
                     .collect();
                 println!(
-                    "  [{:>5.0}s] seed {seed} {c:<22} {:<28} {} {:<5} {} | template {:.3} | first16 {:.3}",
+                    "  [{:>5.0}s] seed {seed} {c:<22} {:<28} {} {:<5} {} | template {:.3} | first16 {:.3} | first16, records first {:.3}",
                     t0.elapsed().as_secs_f64(),
                     r.matrix,
                     r.value,
                     r.size,
                     z.join(" "),
                     r.template,
-                    r.first16
+                    r.first16,
+                    r.first16_knn
                 );
             }
             records.extend(recs);

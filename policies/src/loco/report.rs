@@ -66,6 +66,7 @@ fn class_row(class: &str, size: &str, recs: &[&LocoRecord], rules: &[String]) ->
         "zero_shot_vs_template": vs,
         "template": Stats::of(recs.iter().map(|r| r.template)),
         "first16": Stats::of(recs.iter().map(|r| r.first16)),
+        "first16_knn": Stats::of(recs.iter().map(|r| r.first16_knn)),
     })
 }
 
@@ -115,6 +116,10 @@ pub fn rule_summary(records: &[LocoRecord], rule: &str) -> Value {
         .into_values()
         .map(|rs| Stats::of(rs.iter().map(|r| r.first16)).mean)
         .fold(f64::INFINITY, f64::min);
+    let first16_knn_min = by_class(records)
+        .into_values()
+        .map(|rs| Stats::of(rs.iter().map(|r| r.first16_knn)).mean)
+        .fold(f64::INFINITY, f64::min);
     json!({
         "zero_shot_pooled": Stats::of(all.iter().map(|r| zs(r, rule))).mean,
         "zero_shot_class_mean": Stats::of(class_means.iter().map(|c| c.1)).mean,
@@ -130,6 +135,8 @@ pub fn rule_summary(records: &[LocoRecord], rule: &str) -> Value {
         "unmeasured_picks": all.iter().filter(|r| r.unmeasured.iter().any(|u| u == rule)).count(),
         "first16_pooled": Stats::of(all.iter().map(|r| r.first16)).mean,
         "first16_min_class": first16_min,
+        "first16_knn_pooled": Stats::of(all.iter().map(|r| r.first16_knn)).mean,
+        "first16_knn_min_class": first16_knn_min,
         "template_pooled": Stats::of(all.iter().map(|r| r.template)).mean,
     })
 }
@@ -157,13 +164,25 @@ pub fn markdown(title: &str, report: &Value, rules: &[String]) -> String {
             f(&s["first16_min_class"]),
         );
     }
+    if let Some(s) = rules.first().map(|r| &report["summary"]["by_rule"][r]) {
+        let f = |v: &Value| v.as_f64().map_or("-".into(), |x| format!("{x:.3}"));
+        let _ = writeln!(
+            md,
+            "\nFirst 16 with the 8 nearest training records' best 8 first, the policy's proposals \
+             after them: pooled {}, worst class {} (the policy's 16 alone: {} / {}).",
+            f(&s["first16_knn_pooled"]),
+            f(&s["first16_knn_min_class"]),
+            f(&s["first16_pooled"]),
+            f(&s["first16_min_class"]),
+        );
+    }
     md += "\nPer class (mean / min of the class's records; zero-shot per rule):\n\n| class | size | real | records |";
     for rule in rules {
         let _ = write!(md, " zero-shot {rule} | vs template {rule} |");
     }
-    md += " first 16 | template |\n|---|---|---|---|";
+    md += " first 16 | first 16, records first | template |\n|---|---|---|---|";
     md += &"---|---|".repeat(rules.len());
-    md += "---|---|\n";
+    md += "---|---|---|\n";
     for row in report["classes"].as_array().into_iter().flatten() {
         let st = |v: &Value| {
             format!(
@@ -186,7 +205,13 @@ pub fn markdown(title: &str, report: &Value, rules: &[String]) -> String {
                 .map_or("-".into(), |x| format!("{x:.2}x"));
             let _ = write!(md, " {} | {vs} |", st(&row["zero_shot"][rule]));
         }
-        let _ = writeln!(md, " {} | {} |", st(&row["first16"]), st(&row["template"]));
+        let _ = writeln!(
+            md,
+            " {} | {} | {} |",
+            st(&row["first16"]),
+            st(&row["first16_knn"]),
+            st(&row["template"])
+        );
     }
     md
 }
