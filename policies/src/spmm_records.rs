@@ -28,8 +28,8 @@ pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-1";
 pub const NEIGHBOURS: usize = 8;
 
 /// Variants of the records' ranking a measured search tries before the
-/// prior's: leave-one-class-out, the best measured of the ranking's first 16
-/// is 0.97-0.99 of the case's fastest, its first alone 0.87-0.93.
+/// prior's: leave-one-class-out, the best measured of that order's first 16
+/// is 0.990-0.994 of the case's fastest, of the prior's first 16 0.959-0.985.
 pub const SEARCH_LEAD: usize = 8;
 
 /// Neighbours that must have measured a variant for it to be ranked.
@@ -57,6 +57,10 @@ pub struct SpmmRecord {
     /// no-GPU build picked then), when the report names it.
     #[serde(default)]
     pub prior: Option<String>,
+    /// The prior's first 16 at the record's width and layout (ids), for the
+    /// leave-one-class-out's first-16 comparison; empty in older records.
+    #[serde(default)]
+    pub prior_head: Vec<String>,
 }
 
 /// The records and the variant ids they index.

@@ -11,7 +11,10 @@ use flate2::write::GzEncoder;
 use serde::Serialize;
 use serde_json::Value;
 use sparserl_policies::spmm_model::{PickRule, RULE_GRID, SpmmModel};
-use sparserl_policies::spmm_records::{NEIGHBOURS, SpmmRecord, SpmmRecords, knn_vector};
+use sparserl_policies::spmm_prior_for;
+use sparserl_policies::spmm_records::{
+    NEIGHBOURS, SEARCH_LEAD, SpmmRecord, SpmmRecords, knn_vector,
+};
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::{SpmmVariant, spmm_space};
 use sparserl_rt::{Csr, Features, ValueType};
@@ -198,6 +201,11 @@ fn record(
         vector: knn_vector(&features[name], n as usize),
         measured,
         prior: row["prior_variant"].as_str().map(str::to_string),
+        prior_head: spmm_prior_for(&features[name], value, n as usize, layout)
+            .iter()
+            .take(FIRST_K)
+            .map(|v| v.id())
+            .collect(),
     }))
 }
 
@@ -236,6 +244,14 @@ pub struct Judged {
     pub record_first16: Option<f64>,
     /// How many of those [`FIRST_K`] it measured.
     pub record_first16_measured: usize,
+    /// The same for the prior's first [`FIRST_K`] (`None` in records built
+    /// without them). The benchmark's search measured the prior's ranking
+    /// in order first, so these are nearly all measured: the comparison
+    /// leans the prior's way.
+    pub prior_first16: Option<f64>,
+    /// The same for the first [`FIRST_K`] of the search's order: the
+    /// records' first [`SEARCH_LEAD`], then the prior's ranking.
+    pub order_first16: Option<f64>,
 }
 
 /// Candidates of the first-k figure: as many as the SpMV policy's
@@ -336,12 +352,33 @@ fn judge_one(all: &SpmmRecords, r: &SpmmRecord, rule: PickRule) -> Judged {
     let model = SpmmModel::fit(all, r.value, r.layout, r.vector.len(), &[&r.class]);
     let first = |rule: PickRule| model.rank(&r.vector, &space, rule).first().map(|p| p.0);
     let pick = first(rule);
-    let head: Vec<f64> = model
+    let ranking: Vec<SpmmVariant> = model
         .rank(&r.vector, &space, rule)
+        .into_iter()
+        .map(|p| p.0)
+        .collect();
+    let head: Vec<f64> = ranking
         .iter()
         .take(FIRST_K)
-        .filter_map(|p| fraction(all, r, &p.0))
+        .filter_map(|v| fraction(all, r, v))
         .collect();
+    let prior_head: Vec<SpmmVariant> = r
+        .prior_head
+        .iter()
+        .filter_map(|id| SpmmVariant::parse(id).ok())
+        .collect();
+    let mut order: Vec<SpmmVariant> = ranking.iter().take(SEARCH_LEAD).copied().collect();
+    for v in &prior_head {
+        if !order.contains(v) {
+            order.push(*v);
+        }
+    }
+    let best_of = |vs: &[SpmmVariant]| {
+        vs.iter()
+            .take(FIRST_K)
+            .filter_map(|v| fraction(all, r, v))
+            .reduce(f64::max)
+    };
     let former = first(RULE_GRID[0]);
     let prior = r.prior.as_deref().and_then(|p| SpmmVariant::parse(p).ok());
     let near = model.nearest(&r.vector, NEIGHBOURS);
@@ -361,5 +398,7 @@ fn judge_one(all: &SpmmRecords, r: &SpmmRecord, rule: PickRule) -> Judged {
         distance,
         record_first16: head.iter().copied().reduce(f64::max),
         record_first16_measured: head.len(),
+        prior_first16: best_of(&prior_head),
+        order_first16: (!prior_head.is_empty()).then(|| best_of(&order)).flatten(),
     }
 }

@@ -13,6 +13,7 @@ fn record(class: &str, x: f64, measured: Vec<(u32, f32)>) -> SpmmRecord {
         vector: vec![x],
         measured,
         prior: None,
+        prior_head: Vec::new(),
     }
 }
 

@@ -13,6 +13,7 @@ fn record(class: &str, vector: Vec<f64>, measured: Vec<(u32, f32)>) -> SpmmRecor
         vector,
         measured,
         prior: None,
+        prior_head: Vec::new(),
     }
 }
 
