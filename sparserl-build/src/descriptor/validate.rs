@@ -236,6 +236,18 @@ fn validate_kernel(
         None => None,
         Some(v) => validate_reorder(cx, &join_key(path, "reorder"), v)?,
     };
+    if op == Op::Spmm
+        && let Some(r) = reorder.filter(|r| !r.is_none())
+    {
+        return Err(cx.err(
+            &join_key(path, "reorder"),
+            format!(
+                "found \"{}\", expected \"auto\" or \"none\" on an op = \"spmm\" kernel (SpMM \
+                 kernels keep the given numbering; renumbering applies to op = \"spmv\" kernels)",
+                r.as_str()
+            ),
+        ));
+    }
     let objective = kernel_objective(cx, path, op, raw.objective.as_ref(), inherited)?;
 
     Ok(KernelDecl {

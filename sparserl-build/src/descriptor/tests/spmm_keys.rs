@@ -190,6 +190,23 @@ fn epilogues_belong_to_their_operation() {
 }
 
 #[test]
+fn spmm_kernels_keep_the_given_numbering() {
+    for r in ["rcm", "degree"] {
+        fails(
+            &spmm(&format!("columns = 64\nreorder = \"{r}\"\n")),
+            &format!("{K}.reorder"),
+            &[
+                &format!("found \"{r}\", expected \"auto\" or \"none\""),
+                "op = \"spmm\" kernel",
+            ],
+        );
+    }
+    for r in ["auto", "none"] {
+        parse(&spmm(&format!("columns = 64\nreorder = \"{r}\"\n"))).unwrap();
+    }
+}
+
+#[test]
 fn spmm_keys_are_refused_on_spmv_kernels() {
     fails(
         &format!("{KERNEL}columns = 64\n"),
