@@ -132,9 +132,9 @@ impl SpmmRecords {
     }
 
     /// The order a measured search tries `ranked` in (a ranking of the
-    /// space, best first, e.g. the prior's): the records' first
-    /// [`SEARCH_LEAD`] of `ranked` (records of `value` and `layout`,
-    /// class `exclude` left out), then the rest of `ranked` in its order.
+    /// space, best first, e.g. the prior's): [`interleave`] of the records'
+    /// ranking of `ranked` (records of `value` and `layout`, class `exclude`
+    /// left out) and `ranked`.
     pub fn search_order(
         &self,
         vector: &[f64],
@@ -143,18 +143,12 @@ impl SpmmRecords {
         ranked: &[SpmmVariant],
         exclude: Option<&str>,
     ) -> Vec<SpmmVariant> {
-        let mut out: Vec<SpmmVariant> = self
+        let lead: Vec<SpmmVariant> = self
             .rank(vector, value, layout, ranked, exclude)
             .into_iter()
-            .take(SEARCH_LEAD)
             .map(|p| p.0)
             .collect();
-        for v in ranked {
-            if !out.contains(v) {
-                out.push(*v);
-            }
-        }
-        out
+        interleave(&lead, ranked)
     }
 
     /// Whether records of `value` and `layout` exist.
@@ -216,10 +210,34 @@ pub fn spmm_record_pick(
         .next()
 }
 
+/// The records' first [`SEARCH_LEAD`] and `ranked`'s, alternately (the
+/// records' first, then `ranked`'s first, ...), then the rest of `ranked`;
+/// no variant twice. Both heads are measured early whatever the budget: the
+/// records' pick is the better first guess on most classes, the prior's on
+/// the large power-law graphs.
+pub fn interleave(records: &[SpmmVariant], ranked: &[SpmmVariant]) -> Vec<SpmmVariant> {
+    let mut out: Vec<SpmmVariant> = Vec::with_capacity(ranked.len());
+    let mut add = |v: &SpmmVariant| {
+        if !out.contains(v) {
+            out.push(*v);
+        }
+    };
+    for i in 0..SEARCH_LEAD {
+        records
+            .get(i)
+            .into_iter()
+            .chain(ranked.get(i))
+            .for_each(&mut add);
+    }
+    ranked.iter().for_each(&mut add);
+    out
+}
+
 /// The order a measured SpMM search tries `spmm_space(n, layout)` in: the
 /// embedded records' first [`SEARCH_LEAD`] (records of class `exclude` left
-/// out; none where no record covers `value` and `layout`), then the prior's
-/// ranking ([`crate::spmm_prior_for`]), without repeats.
+/// out; none where no record covers `value` and `layout`) interleaved with
+/// the prior's ranking ([`crate::spmm_prior_for`]), then the rest of the
+/// prior's ranking ([`interleave`]).
 pub fn spmm_search_order(
     f: &Features,
     value: ValueType,

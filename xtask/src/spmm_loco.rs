@@ -46,8 +46,8 @@ pub struct Group {
     pub first16: (Option<f64>, usize),
     /// The same for the prior's first 16.
     pub prior_first16: (Option<f64>, usize),
-    /// The same for the search order's first 16 (records' first 8, then
-    /// the prior's ranking).
+    /// The same for the search order's first 16 (the records' first 8 and
+    /// the prior's, alternately).
     pub order_first16: (Option<f64>, usize),
 }
 
@@ -286,7 +286,7 @@ fn markdown(r: &Report) -> String {
           first would reach at least, among the variants the benchmark measured. The prior's \
           first 16 were measured first by the benchmark's own search, so nearly all have a \
           figure: that comparison leans the prior's way. The search order's first 16 are the \
-          records' first 8, then the prior's ranking (what the search tries first).\n";
+          records' first 8 and the prior's first 8, alternately (what the search tries first).\n";
     s += "\n| value, layout | worst classes, record pick | worst classes, former rule |\n|---|---|---|\n";
     for (k, per) in &r.classes {
         s += &format!(

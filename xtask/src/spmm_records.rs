@@ -13,7 +13,7 @@ use serde_json::Value;
 use sparserl_policies::spmm_model::{PickRule, RULE_GRID, SpmmModel};
 use sparserl_policies::spmm_prior_for;
 use sparserl_policies::spmm_records::{
-    NEIGHBOURS, SEARCH_LEAD, SpmmRecord, SpmmRecords, knn_vector,
+    NEIGHBOURS, SpmmRecord, SpmmRecords, interleave, knn_vector,
 };
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::{SpmmVariant, spmm_space};
@@ -250,7 +250,8 @@ pub struct Judged {
     /// leans the prior's way.
     pub prior_first16: Option<f64>,
     /// The same for the first [`FIRST_K`] of the search's order: the
-    /// records' first [`SEARCH_LEAD`], then the prior's ranking.
+    /// records' first [`SEARCH_LEAD`] and the prior's, alternately
+    /// ([`interleave`]).
     pub order_first16: Option<f64>,
 }
 
@@ -367,12 +368,7 @@ fn judge_one(all: &SpmmRecords, r: &SpmmRecord, rule: PickRule) -> Judged {
         .iter()
         .filter_map(|id| SpmmVariant::parse(id).ok())
         .collect();
-    let mut order: Vec<SpmmVariant> = ranking.iter().take(SEARCH_LEAD).copied().collect();
-    for v in &prior_head {
-        if !order.contains(v) {
-            order.push(*v);
-        }
-    }
+    let order = interleave(&ranking, &prior_head);
     let best_of = |vs: &[SpmmVariant]| {
         vs.iter()
             .take(FIRST_K)

@@ -157,10 +157,15 @@ fn the_search_tries_the_records_first_then_the_ranking() {
         &ranked,
         None,
     );
-    // The records rank variant 1 then 0 far from the origin; the rest keeps
-    // the ranking's order; nothing is lost or repeated.
-    assert_eq!(&far[..2], &[space[1], space[0]]);
-    assert_eq!(&far[2..], &ranked[..ranked.len() - 2]);
+    // The records rank variant 1 then 0 far from the origin; they alternate
+    // with the ranking's first ones, the rest keeps the ranking's order;
+    // nothing is lost or repeated.
+    assert_eq!(&far[..4], &[space[1], ranked[0], space[0], ranked[1]]);
+    let mut sorted: Vec<String> = far.iter().map(|v| v.id()).collect();
+    let mut want: Vec<String> = space.iter().map(|v| v.id()).collect();
+    sorted.sort();
+    want.sort();
+    assert_eq!(sorted, want);
     // No records of the value type: the ranking itself.
     let none = r.search_order(
         &[10.0, 10.0],

@@ -363,13 +363,14 @@ fn policy_pick(first: &Features, value: ValueType, n: usize, dense: DenseLayout)
 fn announce_spmm_prior(b: &SpmmBuild<'_>) {
     if !b.announced.replace(true) {
         b.log.detail(&format!(
-            "SpMM kernels without a GPU: the nearest measured records' pick ({}) where they cover the value type and layout, else the analytic prior ({SPMM_PRIOR_VERSION}); the measured search tries the records' first {SEARCH_LEAD}, then the prior's ranking", SpmmRecords::embedded_fingerprint()
+            "SpMM kernels without a GPU: the nearest measured records' pick ({}) where they cover the value type and layout, else the analytic prior ({SPMM_PRIOR_VERSION}); the measured search tries the records' first {SEARCH_LEAD} and the prior's alternately, then the prior's ranking", SpmmRecords::embedded_fingerprint()
         ));
     }
 }
 
 /// Per declared width, the order the search measures the space in: the
-/// measured records' first few, then the prior's ranking
+/// measured records' first few and the prior's alternately, then the
+/// prior's ranking
 /// ([`spmm_search_order`]).
 pub fn spmm_candidates(
     first: &Features,

@@ -9,7 +9,8 @@
 //! Per width, with that width's share of the budget (the budget divided by
 //! the widths left, so time a cheap width does not use goes to the next):
 //! 1. Exploration ([`explore_width`]): candidates in the given order (a
-//!    build's: the measured records' first few, then the prior's ranking of
+//!    build's: the measured records' first few and the prior's alternately,
+//!    then the prior's ranking of
 //!    the whole space) for half of the width's
 //!    exploration budget (its share less [`FINALIST_RESERVE`]), then a climb
 //!    over the single-knob [`neighbors`] of the best measured so far, then

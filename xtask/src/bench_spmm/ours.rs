@@ -219,8 +219,8 @@ impl Ours {
         format!(
             "ours = the product's measured SpMM search (sparserl-build's search_spmm over \
              spmm_space(n, layout) at the case's width in the product's order: the measured \
-             records' first 8, records of the case's own class left out, then the SpMM \
-             prior's ranking; default \
+             records' first 8 (records of the case's own class left out) and the SpMM \
+             prior's first 8 alternately, then the prior's ranking; default \
              settings, budget {} s per large case and {} s per real case; the winner checked and re-timed {} times, \
              their median reported, as is cuSPARSE's fastest algorithm); \
              prior = the prior's first variant; best of space (with --sweep) = every variant \

@@ -1,7 +1,8 @@
 //! Ours on one case: the product's measured SpMM search
 //! (`sparserl_build::search::spmm::search_spmm`, the code a build runs)
 //! over the space in the product's order (`spmm_search_order`: the records'
-//! first 8, the case's own class left out, then the SpMM prior's ranking),
+//! first 8, the case's own class left out, and the SpMM prior's first 8
+//! alternately, then the prior's ranking),
 //! measuring through this
 //! benchmark's harness ([`CaseSource`]: the in-process specs, the device
 //! check against float64 on a NaN-poisoned Y, `time_launches`). The winner
