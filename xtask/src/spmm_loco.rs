@@ -201,7 +201,7 @@ fn f(x: Option<f64>) -> String {
 
 fn line(g: &Group) -> String {
     format!(
-        "record pick {} ({} of {} measured), former {} ({} measured), prior {} ({} measured); both measured ({}): {} against {}; first 16: records {} ({} cases), prior {} ({} cases), search order {} ({} cases)",
+        "record pick {} ({} of {} measured), former {} ({} measured), prior {} ({} measured); both measured ({}): {} against {}; first 16 (cases): records {}, prior {}, search order {}",
         f(g.record),
         g.record_measured,
         g.cases,
@@ -212,13 +212,15 @@ fn line(g: &Group) -> String {
         g.both.2,
         f(g.both.0),
         f(g.both.1),
-        f(g.first16.0),
-        g.first16.1,
-        f(g.prior_first16.0),
-        g.prior_first16.1,
-        f(g.order_first16.0),
-        g.order_first16.1
+        fc(g.first16),
+        fc(g.prior_first16),
+        fc(g.order_first16)
     )
+}
+
+/// A figure and its count, as `0.123 (45)`.
+fn fc(x: (Option<f64>, usize)) -> String {
+    format!("{} ({})", f(x.0), x.1)
 }
 
 /// The three lowest classes of `per` by `fig`, as `class 0.123`.
@@ -260,7 +262,7 @@ fn markdown(r: &Report) -> String {
     s += "| value, layout | cases | record pick, nested (measured) | former rule (measured) | prior (measured) | both measured: record / prior (cases) | record ranking's first 16 (cases) | prior's first 16 (cases) | search order's first 16 (cases) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (k, g) in &r.summary {
         s += &format!(
-            "| {k} | {} | {} ({}) | {} ({}) | {} ({}) | {} / {} ({}) | {} ({}) | {} ({}) | {} ({}) |\n",
+            "| {k} | {} | {} ({}) | {} ({}) | {} ({}) | {} / {} ({}) | {} | {} | {} |\n",
             g.cases,
             f(g.record),
             g.record_measured,
@@ -271,12 +273,9 @@ fn markdown(r: &Report) -> String {
             f(g.both.0),
             f(g.both.1),
             g.both.2,
-            f(g.first16.0),
-            g.first16.1,
-            f(g.prior_first16.0),
-            g.prior_first16.1,
-            f(g.order_first16.0),
-            g.order_first16.1
+            fc(g.first16),
+            fc(g.prior_first16),
+            fc(g.order_first16)
         );
     }
     s += "\nFigures count measured picks only: a rule whose picks the search measured less \
