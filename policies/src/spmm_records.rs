@@ -177,20 +177,6 @@ impl SpmmRecords {
         }
         model.rank(vector, space, PICK_RULE)
     }
-
-    /// The [`NEIGHBOURS`] records of `value` and `layout` nearest to
-    /// `vector` (standardised distance over those records), nearest first,
-    /// with their distances; records of class `exclude` left out.
-    pub fn nearest(
-        &self,
-        vector: &[f64],
-        value: ValueType,
-        layout: DenseLayout,
-        exclude: Option<&str>,
-    ) -> Vec<(f64, &SpmmRecord)> {
-        let exclude: Vec<&str> = exclude.into_iter().collect();
-        SpmmModel::fit(self, value, layout, vector.len(), &exclude).nearest(vector, NEIGHBOURS)
-    }
 }
 
 /// The no-GPU SpMM pick: the records' first variant where records of

@@ -281,15 +281,8 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
         reps: u32,
     ) -> Result<(Vec<SampleResult>, f64), SearchError> {
         let t0 = Instant::now();
-        let failed = |msg: String| SampleResult {
-            correct: false,
-            rel_err: f64::INFINITY,
-            gbs: 0.0,
-            median_us: f64::INFINITY,
-            error: Some(msg),
-        };
         if let Some(msg) = self.failed_compiles.get(variant) {
-            return Ok((vec![failed(msg.clone())], 0.0));
+            return Ok((vec![SampleResult::failed(msg.clone())], 0.0));
         }
         let func = match load_variant_with::<T>(&self.gpu, variant, self.epilogue) {
             Ok(f) => f,
@@ -297,7 +290,7 @@ impl<T: Scalar> MeasureSource for GpuSource<T> {
                 // A failing candidate is data for the search, kept as its reason.
                 let msg = e.to_string();
                 self.failed_compiles.insert(*variant, msg.clone());
-                return Ok((vec![failed(msg)], t0.elapsed().as_secs_f64()));
+                return Ok((vec![SampleResult::failed(msg)], t0.elapsed().as_secs_f64()));
             }
         };
         let opts = MeasureOptions {

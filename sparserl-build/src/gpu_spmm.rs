@@ -186,13 +186,7 @@ impl<'a, T: Scalar> GpuSpmmSource<'a, T> {
 
 fn failed(samples: usize, error: String) -> Vec<SampleResult> {
     (0..samples)
-        .map(|_| SampleResult {
-            correct: false,
-            rel_err: f64::INFINITY,
-            gbs: 0.0,
-            median_us: f64::INFINITY,
-            error: Some(error.clone()),
-        })
+        .map(|_| SampleResult::failed(error.clone()))
         .collect()
 }
 

@@ -98,6 +98,19 @@ pub struct SampleResult {
     pub error: Option<String>,
 }
 
+impl SampleResult {
+    /// A variant that failed on the sample (not correct, not timed).
+    pub fn failed(error: impl Into<String>) -> SampleResult {
+        SampleResult {
+            correct: false,
+            rel_err: f64::INFINITY,
+            gbs: 0.0,
+            median_us: f64::INFINITY,
+            error: Some(error.into()),
+        }
+    }
+}
+
 /// Serde helper: a non-finite `f64` as `null` (JSON has no infinity or
 /// NaN, and serde_json writes them as `null`), `null` read back as infinity.
 mod finite_or_null {

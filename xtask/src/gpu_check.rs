@@ -644,16 +644,7 @@ fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usi
             problems.extend(sanitizer_slices::summarise(&runs));
             return finish_section(flag, label, passed, failed, problems);
         }
-        let mut child_args = vec![
-            "gpu-check".to_string(),
-            "--sanitizer-pass".to_string(),
-            flag.to_string(),
-            "--out".to_string(),
-            args.out.to_string_lossy().into_owned(),
-        ];
-        if let Some(t) = &args.spmm_variants {
-            child_args.extend(["--spmm-variants".to_string(), t.clone()]);
-        }
+        let child_args = section_pass_args(args, flag);
         let timeout = Duration::from_secs(args.sanitizer_timeout.max(1));
         for tool in SANITIZER_TOOLS {
             let r = run_sanitizer(&san, tool, "", &child_args, &args.out, timeout);
@@ -671,6 +662,22 @@ fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usi
         println!("sanitizer: not run (compute-sanitizer not found)");
     }
     finish_section(flag, label, passed, failed, problems)
+}
+
+/// The arguments of a section's sanitizer pass (`flag`: `--spmm-only` or
+/// `--large-only`), with `--spmm-variants` when given.
+fn section_pass_args(args: &Args, flag: &str) -> Vec<String> {
+    let mut child_args = vec![
+        "gpu-check".to_string(),
+        "--sanitizer-pass".to_string(),
+        flag.to_string(),
+        "--out".to_string(),
+        args.out.to_string_lossy().into_owned(),
+    ];
+    if let Some(t) = &args.spmm_variants {
+        child_args.extend(["--spmm-variants".to_string(), t.clone()]);
+    }
+    child_args
 }
 
 /// The section's outcome: an error naming the failed checks and the

@@ -285,17 +285,11 @@ fn inner_scores(all: &SpmmRecords, outer: Option<&str>) -> Vec<(f64, usize)> {
     for held in classes(all).into_iter().filter(|c| Some(*c) != outer) {
         let mut exclude: Vec<&str> = outer.into_iter().collect();
         exclude.push(held);
-        let mut models: Vec<(ValueType, DenseLayout, SpmmModel)> = Vec::new();
+        let mut models: HashMap<(ValueType, DenseLayout), SpmmModel> = HashMap::new();
         for r in all.records.iter().filter(|r| r.class == held) {
-            if !models.iter().any(|m| m.0 == r.value && m.1 == r.layout) {
-                let m = SpmmModel::fit(all, r.value, r.layout, r.vector.len(), &exclude);
-                models.push((r.value, r.layout, m));
-            }
-            let model = &models
-                .iter()
-                .find(|m| m.0 == r.value && m.1 == r.layout)
-                .unwrap()
-                .2;
+            let model = models.entry((r.value, r.layout)).or_insert_with(|| {
+                SpmmModel::fit(all, r.value, r.layout, r.vector.len(), &exclude)
+            });
             let space = spmm_space(r.n, r.layout);
             for (rule, a) in RULE_GRID.iter().zip(&mut acc) {
                 let pick = model.rank(&r.vector, &space, *rule).first().map(|p| p.0);
@@ -342,22 +336,29 @@ pub fn judge(all: &SpmmRecords) -> Vec<Judged> {
             .map(|h| h.join().expect("no panic"))
             .collect()
     });
+    // One model per held-out class, value type and layout.
+    let mut models: HashMap<(&str, ValueType, DenseLayout), SpmmModel> = HashMap::new();
     all.records
         .iter()
-        .map(|r| judge_one(all, r, rules[r.class.as_str()]))
+        .map(|r| {
+            let model = models
+                .entry((r.class.as_str(), r.value, r.layout))
+                .or_insert_with(|| {
+                    SpmmModel::fit(all, r.value, r.layout, r.vector.len(), &[&r.class])
+                });
+            judge_one(all, model, r, rules[r.class.as_str()])
+        })
         .collect()
 }
 
-fn judge_one(all: &SpmmRecords, r: &SpmmRecord, rule: PickRule) -> Judged {
+fn judge_one(all: &SpmmRecords, model: &SpmmModel, r: &SpmmRecord, rule: PickRule) -> Judged {
     let space = spmm_space(r.n, r.layout);
-    let model = SpmmModel::fit(all, r.value, r.layout, r.vector.len(), &[&r.class]);
-    let first = |rule: PickRule| model.rank(&r.vector, &space, rule).first().map(|p| p.0);
-    let pick = first(rule);
     let ranking: Vec<SpmmVariant> = model
         .rank(&r.vector, &space, rule)
         .into_iter()
         .map(|p| p.0)
         .collect();
+    let pick = ranking.first().copied();
     let head: Vec<f64> = ranking
         .iter()
         .take(FIRST_K)
@@ -375,7 +376,10 @@ fn judge_one(all: &SpmmRecords, r: &SpmmRecord, rule: PickRule) -> Judged {
             .filter_map(|v| fraction(all, r, v))
             .reduce(f64::max)
     };
-    let former = first(RULE_GRID[0]);
+    let former = model
+        .rank(&r.vector, &space, RULE_GRID[0])
+        .first()
+        .map(|p| p.0);
     let prior = r.prior.as_deref().and_then(|p| SpmmVariant::parse(p).ok());
     let near = model.nearest(&r.vector, NEIGHBOURS);
     let distance = near.iter().map(|n| n.0).sum::<f64>() / near.len().max(1) as f64;

@@ -223,13 +223,7 @@ impl SpmmSource for LayerSource<'_> {
                 median_us: us,
                 error: None,
             },
-            Err(e) => SampleResult {
-                correct: false,
-                rel_err: f64::INFINITY,
-                gbs: 0.0,
-                median_us: f64::INFINITY,
-                error: Some(e),
-            },
+            Err(e) => SampleResult::failed(e),
         };
         Ok((vec![r], t0.elapsed().as_secs_f64()))
     }

@@ -34,11 +34,8 @@ struct CaseSource<'a, T: Scalar> {
 impl<T: Scalar> CaseSource<'_, T> {
     fn failed(error: String, rel_err: f64) -> SampleResult {
         SampleResult {
-            correct: false,
             rel_err,
-            gbs: 0.0,
-            median_us: f64::INFINITY,
-            error: Some(error),
+            ..SampleResult::failed(error)
         }
     }
 

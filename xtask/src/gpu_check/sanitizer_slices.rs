@@ -137,18 +137,8 @@ fn run_slice(
             launches: None,
         };
     }
-    let mut child_args = vec![
-        "gpu-check".to_string(),
-        "--sanitizer-pass".to_string(),
-        "--spmm-only".to_string(),
-        "--out".to_string(),
-        args.out.to_string_lossy().into_owned(),
-        "--spmm-slice".to_string(),
-        prefix.clone(),
-    ];
-    if let Some(t) = &args.spmm_variants {
-        child_args.extend(["--spmm-variants".to_string(), t.clone()]);
-    }
+    let mut child_args = section_pass_args(args, "--spmm-only");
+    child_args.extend(["--spmm-slice".to_string(), prefix.clone()]);
     let tag = format!("-{}", prefix.trim_end_matches('.'));
     let result = run_sanitizer(san, tool, &tag, &child_args, &args.out, timeout);
     let launches = result
