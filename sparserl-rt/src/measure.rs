@@ -831,7 +831,8 @@ impl<T: Scalar> Bench<T> {
 /// `max_seconds` have passed. Microseconds per launch, one entry per sample.
 ///
 /// A sample is one launch between its own pair of CUDA events, except for
-/// launches shorter than [`SHORT_LAUNCH_US`] (probed once after the warm-up):
+/// launches shorter than [`SHORT_LAUNCH_US`] (probed after the warm-up, see
+/// [`launch_group`]):
 /// then a group of launches (enough for about 100 µs, at most 32) is captured
 /// into a CUDA graph and one event pair brackets each replay; the sample is
 /// the replay's time divided by the group size: the GPU cost per call without
@@ -978,21 +979,54 @@ fn time_graph_samples<E: From<RtError>>(
 }
 
 /// Launches per timed sample: 1, or for launches shorter than
-/// [`SHORT_LAUNCH_US`] (one probe between two events) enough back-to-back
-/// launches for about [`GROUP_TARGET_US`], at most [`MAX_GROUP`].
+/// [`SHORT_LAUNCH_US`] enough back-to-back launches for about
+/// [`GROUP_TARGET_US`], at most [`MAX_GROUP`].
+///
+/// The probe is one launch between two events; when that reads under
+/// [`REPROBE_US`], [`PROBE_BATCH`] launches queued back to back are timed
+/// instead and their time per launch decides. One launch on an idle GPU
+/// also times the host queueing its kernels (a few µs each): a short launch
+/// of several kernels then read 15-26 µs from one probe to the next and
+/// crossed [`SHORT_LAUNCH_US`] at random, so the same variant was timed as
+/// graph replays (GPU time) in one measurement and as single launches
+/// (host-bound, up to 3x slower) in the next. Queued back to back, the GPU
+/// runs one launch while the host queues the next.
 fn launch_group<E: From<RtError>>(
     gpu: &Gpu,
     launch: &mut dyn FnMut() -> Result<(), E>,
 ) -> Result<usize, E> {
+    let mut probe_us = probe(gpu, launch, 1)?;
+    if probe_us < REPROBE_US {
+        probe_us = probe(gpu, launch, PROBE_BATCH)?;
+    }
+    Ok(group_size(probe_us))
+}
+
+/// A single-launch probe under this many µs is probed again as a batch
+/// (see [`launch_group`]).
+const REPROBE_US: f64 = 4.0 * SHORT_LAUNCH_US;
+
+/// Launches in the batched probe of [`launch_group`].
+const PROBE_BATCH: usize = 8;
+
+/// Microseconds per launch of `n` launches queued back to back between one
+/// pair of events.
+fn probe<E: From<RtError>>(
+    gpu: &Gpu,
+    launch: &mut dyn FnMut() -> Result<(), E>,
+    n: usize,
+) -> Result<f64, E> {
     let guard = gpu.outside_capture("time_launches")?;
     let stream = &*guard;
     let start = timing_event(gpu)?;
     let stop = timing_event(gpu)?;
     start.record(stream).map_err(RtError::from)?;
-    launch()?;
+    for _ in 0..n {
+        launch()?;
+    }
     stop.record(stream).map_err(RtError::from)?;
-    let probe_us = start.elapsed_ms(&stop).map_err(RtError::from)? as f64 * 1e3;
-    Ok(group_size(probe_us))
+    let ms = start.elapsed_ms(&stop).map_err(RtError::from)?;
+    Ok(ms as f64 * 1e3 / n as f64)
 }
 
 /// Group size for a launch that took `probe_us` alone (see [`time_launches`]).

@@ -13,9 +13,10 @@
 //! `Y = alpha A X + beta Y` (fused: `relu(... + bias[col])`); `beta == 0`
 //! never reads `Y`. An entry of a compile-time width returns at once when
 //! `n` differs from it. Nnz-split modules hold two (three with an
-//! epilogue) entries per width: `<entry>_prep` (a warp per 32 rows: rows
-//! cut between warps start from `beta Y`, empty rows get their final
-//! value), the main entry, and `<entry>_post` (the epilogue's ReLU on the
+//! epilogue) entries per width: `<entry>_prep` (a warp per row up to
+//! [`PASS_WARPS`](super::variant::PASS_WARPS) warps, past that up to 32
+//! rows per warp: rows cut between warps start from `beta Y`, empty rows
+//! get their final value), the main entry, and `<entry>_post` (the epilogue's ReLU on the
 //! cut rows), launched in that order on the one stream.
 
 use super::variant::{SpmmEpilogue, SpmmShape, SpmmVariant};
