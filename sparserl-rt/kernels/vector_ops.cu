@@ -284,6 +284,30 @@ __device__ void gather(int n, const int* __restrict__ perm, const T* __restrict_
     GRID_LOOP(i, n) { dst[i] = __ldg(src + perm[i]); }
 }
 
+// The rows of a dense matrix (rows x cols, leading dimensions ld_src /
+// ld_dst, both row-major or both column-major) gathered through `perm`:
+// dst row i = src row perm[i] (perm == nullptr: the identity, a strided
+// copy). Consecutive threads take consecutive elements of the layout's
+// contiguous dimension, so loads and stores stay coalesced within a row
+// (row-major) or a column (column-major).
+template <typename T>
+__device__ void gather_rows(int rows, int cols, int row_major, const int* __restrict__ perm,
+                            const T* __restrict__ src, long long ld_src, T* __restrict__ dst,
+                            long long ld_dst) {
+    long long total = (long long)rows * cols;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+         e += (long long)gridDim.x * blockDim.x) {
+        long long i = row_major ? e / cols : e % rows;
+        long long j = row_major ? e % cols : e / rows;
+        long long from = perm ? perm[i] : i;
+        if (row_major) {
+            dst[i * ld_dst + j] = __ldg(src + from * ld_src + j);
+        } else {
+            dst[i + j * ld_dst] = __ldg(src + from + j * ld_src);
+        }
+    }
+}
+
 #define INSTANTIATE(T, S)                                                                        \
     extern "C" __global__ void __launch_bounds__(VB) sparserl_fill_##S(int n, T v, T* x) {      \
         fill<T>(n, v, x);                                                                        \
@@ -321,6 +345,11 @@ __device__ void gather(int n, const int* __restrict__ perm, const T* __restrict_
     extern "C" __global__ void __launch_bounds__(VB)                                             \
         sparserl_gather_##S(int n, const int* perm, const T* src, T* dst) {                      \
         gather<T>(n, perm, src, dst);                                                            \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(VB) sparserl_gather_rows_##S(                  \
+        int rows, int cols, int row_major, const int* perm, const T* src, long long ld_src,      \
+        T* dst, long long ld_dst) {                                                              \
+        gather_rows<T>(rows, cols, row_major, perm, src, ld_src, dst, ld_dst);                   \
     }
 
 INSTANTIATE(float, f32)

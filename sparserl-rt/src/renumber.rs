@@ -48,6 +48,8 @@ use crate::ops;
 use crate::reorder::{Permutation, Reorder};
 use crate::variant::Variant;
 
+mod dense;
+
 /// Which numbering the vectors of a launch are in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Numbering {
