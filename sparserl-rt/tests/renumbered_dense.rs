@@ -11,15 +11,8 @@ use sparserl_rt::dense::{DenseLayout, DeviceDense};
 use sparserl_rt::reorder::Reorder;
 use sparserl_rt::{Csr, DeviceCsr, Gpu, Layouts, Scalar};
 
-fn gpu_or_skip(test: &str) -> Option<Gpu> {
-    match Gpu::new(0) {
-        Ok(g) => Some(g),
-        Err(e) => {
-            eprintln!("{test}: skipped (no GPU): {e}");
-            None
-        }
-    }
-}
+mod common;
+use common::gpu_or_skip;
 
 /// A symmetric banded pattern numbered at random: renumbering moves rows.
 fn shuffled_band(n: usize) -> Csr {

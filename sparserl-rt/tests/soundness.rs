@@ -9,19 +9,12 @@
 //! `target/release/deps/soundness-*`) and look for `test result: ok` with no
 //! "skipped (no GPU)" lines.
 
-use sparserl_rt::{Coef, DeviceCoefs, DeviceVec, Gpu, Layouts, RtError, ops};
+use sparserl_rt::{Coef, DeviceCoefs, DeviceVec, Layouts, RtError, ops};
 use std::cell::RefCell;
 use std::sync::Mutex;
 
-fn gpu_or_skip(test: &str) -> Option<Gpu> {
-    match Gpu::new(0) {
-        Ok(g) => Some(g),
-        Err(e) => {
-            eprintln!("{test}: skipped (no GPU): {e}");
-            None
-        }
-    }
-}
+mod common;
+use common::gpu_or_skip;
 
 const N: usize = 1 << 20;
 
