@@ -184,6 +184,20 @@ pub fn spawn_loader(
     (rx, h)
 }
 
+/// The text of `path`, gunzipped when its name ends in `.gz`.
+pub fn read_text(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut text = String::new();
+    if path.extension().is_some_and(|e| e == "gz") {
+        flate2::read::GzDecoder::new(file).read_to_string(&mut text)
+    } else {
+        std::io::BufReader::new(file).read_to_string(&mut text)
+    }
+    .with_context(|| format!("reading {}", path.display()))?;
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

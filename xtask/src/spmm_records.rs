@@ -6,7 +6,6 @@
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use flate2::Compression;
-use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use serde::Serialize;
 use serde_json::Value;
@@ -19,7 +18,7 @@ use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::{SpmmVariant, spmm_space};
 use sparserl_rt::{Csr, Features, ValueType};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `spmm-records`.
@@ -67,13 +66,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 fn read_json(path: &Path) -> Result<Value> {
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut text = String::new();
-    if path.extension().is_some_and(|e| e == "gz") {
-        GzDecoder::new(file).read_to_string(&mut text)?;
-    } else {
-        BufReader::new(file).read_to_string(&mut text)?;
-    }
+    let text = crate::common::read_text(path)?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
 

@@ -114,6 +114,10 @@ pub struct SpmmArgs {
     /// Only rewrite the Markdown and SVG views of this JSON report beside it.
     #[arg(long)]
     pub render: Option<PathBuf>,
+    /// Only merge these reports (`.json` or `.json.gz`, one GPU) into
+    /// `<out>/<stem>.json` with its views, the summary over all their rows.
+    #[arg(long, num_args = 1.., conflicts_with = "render")]
+    pub merge: Vec<PathBuf>,
 }
 
 impl SpmmArgs {

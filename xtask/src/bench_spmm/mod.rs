@@ -37,6 +37,7 @@ pub fn median_of(xs: &[f64]) -> Option<f64> {
 pub mod args;
 pub mod check;
 pub mod floor;
+mod merge;
 pub mod ours;
 mod render;
 pub mod report;
@@ -372,6 +373,9 @@ pub(crate) fn probe_gpu(what: &str) -> Result<Gpu> {
 pub fn run(args: SpmmArgs) -> Result<()> {
     if let Some(json) = &args.render {
         return render::rerender(json);
+    }
+    if !args.merge.is_empty() {
+        return merge::run(&args.merge, &args.out, &args.stem);
     }
     let start = Instant::now();
     let gpu = probe_gpu("bench spmm")?;
