@@ -154,6 +154,11 @@ fn record(
     let (Some(name), Some(n)) = (row["matrix"].as_str(), row["n"].as_u64()) else {
         return Ok(None);
     };
+    if row["reorder"].as_str().is_some() {
+        // Ours ran on the matrix renumbered (`bench spmm --reorder`): its
+        // fractions belong to another matrix than the features would be of.
+        return Ok(None);
+    }
     let value = match row["value"].as_str() {
         Some("f32") => Some(ValueType::F32),
         Some("f64") => Some(ValueType::F64),

@@ -37,6 +37,29 @@ impl LayoutArg {
     }
 }
 
+/// Which renumbering ours runs on (cuSPARSE keeps the given order).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReorderArg {
+    /// The given order.
+    None,
+    /// Reverse Cuthill-McKee.
+    Rcm,
+    /// Decreasing degree (hubs first).
+    Degree,
+}
+
+impl ReorderArg {
+    /// The runtime's renumbering.
+    pub fn reorder(self) -> sparserl_rt::reorder::Reorder {
+        use sparserl_rt::reorder::Reorder;
+        match self {
+            ReorderArg::None => Reorder::None,
+            ReorderArg::Rcm => Reorder::Rcm,
+            ReorderArg::Degree => Reorder::Degree,
+        }
+    }
+}
+
 /// Where every variant of the space is measured besides the search.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SweepArg {
@@ -111,6 +134,12 @@ pub struct SpmmArgs {
     /// Skip the X-row gather floor.
     #[arg(long)]
     pub no_floor: bool,
+    /// Ours on square matrices renumbered this way (`P A Pᵀ`, X's rows
+    /// permuted; the kernel in the stored order, as after
+    /// `dense_to_internal`), cuSPARSE on the given order; the two row
+    /// conversions around a call are timed apart (`convert_us`).
+    #[arg(long, value_enum, default_value = "none")]
+    pub reorder: ReorderArg,
     /// Only rewrite the Markdown and SVG views of this JSON report beside it.
     #[arg(long)]
     pub render: Option<PathBuf>,

@@ -40,6 +40,7 @@ pub mod floor;
 mod merge;
 pub mod ours;
 mod render;
+mod renumbered;
 pub mod report;
 pub mod rowerr;
 mod search;
@@ -74,6 +75,7 @@ struct Ctx {
     reps: u32,
     floor: bool,
     sweep: args::SweepArg,
+    reorder: sparserl_rt::reorder::Reorder,
 }
 
 /// One matrix of a suite.
@@ -89,6 +91,8 @@ struct Case<'a> {
     job: &'a Job<'a>,
     n: usize,
     layout: DenseLayout,
+    /// `--reorder`: the job's renumbering and this case's conversion time.
+    renum: Option<(&'a renumbered::JobRenum, Option<f64>)>,
 }
 
 /// The value types whose space is compiled: f32 for the large suite (it is
@@ -147,26 +151,24 @@ fn run_case<T: Scalar>(ctx: &Ctx, c: &Case) -> Result<Row> {
     let mut row = new_row(c, T::TYPE, gpu.l2_bytes());
     let copies = copies(row.bytes, gpu.l2_bytes());
     let x: Vec<T> = random_dense(csr.cols() * c.n, 0x5e_ed00 + c.n as u64);
-    let mut dref = {
-        let reference = check::Reference::new(csr, &x, c.n, c.layout, None);
-        rowerr::DeviceReference::upload(gpu, &reference)?
-    };
+    let mut dref = reference(gpu, csr, &x, c)?;
     let a = DeviceCsr::<T>::upload_with(gpu, csr, Layouts::NONE).context("uploading A")?;
-    let inputs = ours::Inputs {
-        csr,
-        a: &a,
-        x: &x,
-        n: c.n,
-        layout: c.layout,
-        copies,
-        reps: ctx.reps,
-    };
     let sweep = match ctx.sweep {
         args::SweepArg::None => false,
         args::SweepArg::Real => c.job.suite == "real",
         args::SweepArg::All => true,
     };
-    ctx.ours.run(gpu, &inputs, &mut dref, &mut row, sweep)?;
+    match c.renum {
+        None => {
+            let inputs = inputs(csr, &a, &x, c, copies, ctx.reps);
+            ctx.ours.run(gpu, &inputs, &mut dref, &mut row, sweep)?;
+        }
+        Some((r, convert_us)) => {
+            let xr = renumbered::permute_rows(&x, &r.new_to_old, c.n, c.layout);
+            run_renumbered(ctx, c, r, &xr, copies, sweep, &mut row)?;
+            row.convert_us = convert_us;
+        }
+    }
     match CusparseSpmm::new(gpu, &a, &x, c.n, c.layout, copies) {
         Err(e) => row.cusparse_error = Some(format!("cuSPARSE setup failed: {e:#}")),
         Ok(mut cs) => {
@@ -185,7 +187,7 @@ fn run_case<T: Scalar>(ctx: &Ctx, c: &Case) -> Result<Row> {
             }
         }
     }
-    if ctx.floor {
+    if ctx.floor && c.renum.is_none() {
         match floor::floor_us(gpu, &a, c.n, c.layout, copies, ctx.reps) {
             Ok(us) => row.floor_us = us,
             Err(e) => row.notes.push(format!("floor failed: {e:#}")),
@@ -194,6 +196,66 @@ fn run_case<T: Scalar>(ctx: &Ctx, c: &Case) -> Result<Row> {
     derive(&mut row, ctx.copy_gbs);
     row.seconds = t0.elapsed().as_secs_f64();
     Ok(row)
+}
+
+/// The float64 reference of `csr` times `x`, on the device.
+fn reference<T: Scalar>(
+    gpu: &Gpu,
+    csr: &Csr,
+    x: &[T],
+    c: &Case,
+) -> Result<rowerr::DeviceReference> {
+    let reference = check::Reference::new(csr, x, c.n, c.layout, None);
+    rowerr::DeviceReference::upload(gpu, &reference)
+}
+
+fn inputs<'a, T: Scalar>(
+    csr: &'a Csr,
+    a: &'a DeviceCsr<T>,
+    x: &'a [T],
+    c: &Case,
+    copies: usize,
+    reps: u32,
+) -> ours::Inputs<'a, T> {
+    ours::Inputs {
+        csr,
+        a,
+        x,
+        n: c.n,
+        layout: c.layout,
+        copies,
+        reps,
+    }
+}
+
+/// Ours on `P A Pᵀ` with `x` (X's rows permuted), checked against its own
+/// float64 reference; the floor on the renumbered order.
+fn run_renumbered<T: Scalar>(
+    ctx: &Ctx,
+    c: &Case,
+    r: &renumbered::JobRenum,
+    x: &[T],
+    copies: usize,
+    sweep: bool,
+    row: &mut Row,
+) -> Result<()> {
+    let gpu = &ctx.gpu;
+    let mut rref = reference(gpu, &r.csr, x, c)?;
+    let ar = DeviceCsr::<T>::upload_with(gpu, &r.csr, Layouts::NONE).context("uploading P A Pᵀ")?;
+    let inputs = inputs(&r.csr, &ar, x, c, copies, ctx.reps);
+    ctx.ours.run(gpu, &inputs, &mut rref, row, sweep)?;
+    row.reorder = Some(ctx.reorder.as_str().to_string());
+    row.reorder_host_seconds = Some(r.host_seconds);
+    if ctx.floor {
+        match floor::floor_us(gpu, &ar, c.n, c.layout, copies, ctx.reps) {
+            Ok(us) => {
+                row.floor_us = us;
+                row.notes.push("floor on the renumbered order".into());
+            }
+            Err(e) => row.notes.push(format!("floor failed: {e:#}")),
+        }
+    }
+    Ok(())
 }
 
 fn alg_errors(row: &Row) -> String {
@@ -272,11 +334,33 @@ impl Runner {
         layouts: &[DenseLayout],
         widths: &[usize],
     ) {
+        let reorder = self.ctx.reorder;
+        let renum = renumbered::renumber(job.csr, reorder);
+        if let Some(r) = &renum {
+            println!(
+                "  renumbered ({}) in {:.2} s on the host",
+                reorder.as_str(),
+                r.host_seconds
+            );
+        }
+        let shapes: Vec<renumbered::Shape> = layouts
+            .iter()
+            .flat_map(|&l| widths.iter().map(move |&n| (l, n)))
+            .collect();
         for &value in values {
-            for &layout in layouts {
-                for &n in widths {
-                    self.run_one(job, value, layout, n);
-                }
+            let convert = match &renum {
+                Some(_) => self.convert_times(job, value, &shapes),
+                None => Vec::new(),
+            };
+            for &(layout, n) in &shapes {
+                let renum = renum.as_ref().map(|r| {
+                    let us = convert
+                        .iter()
+                        .find(|c| c.0 == (layout, n))
+                        .and_then(|c| c.1);
+                    (r, us)
+                });
+                self.run_one(job, value, layout, n, renum);
             }
         }
         if let Err(e) = self.write(true) {
@@ -284,7 +368,33 @@ impl Runner {
         }
     }
 
-    fn run_one(&mut self, job: &Job, value: ValueType, layout: DenseLayout, n: usize) {
+    /// The row conversions' times of `job` in `value` for every shape (none
+    /// where the timing failed; the failure is printed).
+    fn convert_times(
+        &self,
+        job: &Job,
+        value: ValueType,
+        shapes: &[renumbered::Shape],
+    ) -> renumbered::ConvertTimes {
+        let (gpu, reorder, reps) = (&self.ctx.gpu, self.ctx.reorder, self.ctx.reps);
+        let r = match value {
+            ValueType::F32 => renumbered::convert_us::<f32>(gpu, job.csr, reorder, shapes, reps),
+            ValueType::F64 => renumbered::convert_us::<f64>(gpu, job.csr, reorder, shapes, reps),
+        };
+        r.unwrap_or_else(|e| {
+            eprintln!("{} {value}: row conversions not timed: {e:#}", job.name);
+            Vec::new()
+        })
+    }
+
+    fn run_one(
+        &mut self,
+        job: &Job,
+        value: ValueType,
+        layout: DenseLayout,
+        n: usize,
+        renum: Option<(&renumbered::JobRenum, Option<f64>)>,
+    ) {
         let elapsed = self.start.elapsed().as_secs_f64();
         let what = format!("{value} {layout} n={n}");
         let typical = self.typical(job.suite);
@@ -296,7 +406,12 @@ impl Runner {
             self.skip(job, what, why);
             return;
         }
-        let case = Case { job, n, layout };
+        let case = Case {
+            job,
+            n,
+            layout,
+            renum,
+        };
         let r = match value {
             ValueType::F32 => run_case::<f32>(&self.ctx, &case),
             ValueType::F64 => run_case::<f64>(&self.ctx, &case),
@@ -449,6 +564,7 @@ pub fn run(args: SpmmArgs) -> Result<()> {
             reps: args.reps,
             floor: !args.no_floor,
             sweep: args.sweep,
+            reorder: args.reorder.reorder(),
         },
         start,
         max_seconds: args.max_seconds,

@@ -116,6 +116,19 @@ pub fn summary_md(r: &Report) -> String {
         x(s.geomean_speedup_spmm_best_of_space),
         x(s.geomean_speedup_spmm_prior),
     );
+    if let Some(g) = s.geomean_speedup_spmm_with_convert {
+        let how = r
+            .rows
+            .iter()
+            .find_map(|row| row.reorder.as_deref())
+            .unwrap_or("-");
+        let _ = writeln!(
+            out,
+            "- ours ran on the matrices renumbered ({how}), cuSPARSE on the given order; with \
+             X's and Y's rows converted around every call: {} over cuSPARSE",
+            x(Some(g))
+        );
+    }
     let _ = writeln!(
         out,
         "- {} cases, ours failed {}, cuSPARSE failed {}, skipped {}",
