@@ -13,6 +13,7 @@ use crate::app_vendor::Blas;
 use crate::app_vendor::gcn::{GcnLayer, run_gcn, time_layer};
 use crate::bench_spmm::check::{Reference, random_dense};
 use crate::bench_spmm::ours::{Built, RuntimeSpmm, compile_all};
+use crate::bench_spmm::renumbered;
 use crate::bench_spmm::rowerr::{DeviceReference, poison};
 use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,7 @@ use sparserl_build::search::{SampleResult, SearchError};
 use sparserl_policies::{SpmmRecords, spmm_search_order};
 use sparserl_rt::dense::{DenseLayout, DeviceDense};
 use sparserl_rt::measure::{stats, time_launches};
+use sparserl_rt::reorder::Reorder;
 use sparserl_rt::spmm::{SpmmEpilogue, SpmmKernel, SpmmVariant, spmm_bytes};
 use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Features, Gpu, Layouts, ValueType, tolerance};
 use std::collections::HashMap;
@@ -70,6 +72,16 @@ pub struct GcnCase {
     pub vendor_max_row_rel_err: f64,
     /// Both layers timed as CUDA-graph replays (else back to back).
     pub graphed: bool,
+    /// The renumbering our layer ran in (`--gcn-reorder`: `Â` and H stored
+    /// renumbered, as a GNN keeps its graph and features after loading;
+    /// the vendor layer in the given order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<String>,
+    /// H into the stored order plus the output back (`dense_to_internal` +
+    /// `dense_to_user`), microseconds: paid once per forward pass, not per
+    /// layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub convert_us: Option<f64>,
 }
 
 /// `D^-1/2 (A + I) D^-1/2` of `g`'s pattern (values ignored), `D` the row
@@ -310,7 +322,14 @@ struct Picked {
 }
 
 /// Runs one layer case: ours and the vendor's, each checked and timed.
-pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Result<GcnCase> {
+pub fn gcn_case(
+    gpu: &Gpu,
+    name: &str,
+    graph: &Csr,
+    f: usize,
+    reps: usize,
+    reorder: Reorder,
+) -> Result<GcnCase> {
     // The search leaves out the records of the graph's own class, if the
     // records hold the graph: the layer is judged as on an unseen graph.
     let records = SpmmRecords::embedded();
@@ -337,8 +356,26 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
         gpu,
         &Reference::new(&a_hat, &t64, f, DenseLayout::RowMajor, Some(&b64)),
     )?;
+    // Ours in the renumbered order when asked: `P Â Pᵀ`, H's rows permuted,
+    // its own float64 reference (`P T`).
+    let renum = renumbered::renumber(&a_hat, reorder);
+    let rm = DenseLayout::RowMajor;
+    let (a_ours, h_ours, mut ours_ref) = match &renum {
+        None => (&a_hat, h.clone(), None),
+        Some(r) => {
+            eprintln!(
+                "  ours renumbered ({}) in {:.2} s",
+                reorder.as_str(),
+                r.host_seconds
+            );
+            let t_r = renumbered::permute_rows(&t64, &r.new_to_old, f, rm);
+            let reference = Reference::new(&r.csr, &t_r, f, rm, Some(&b64));
+            let h_r = renumbered::permute_rows(&h, &r.new_to_old, f, rm);
+            (&r.csr, h_r, Some(DeviceReference::upload(gpu, &reference)?))
+        }
+    };
     drop(t64);
-    let a = DeviceCsr::<f32>::upload_with(gpu, &a_hat, Layouts::NONE)?;
+    let a = DeviceCsr::<f32>::upload_with(gpu, a_ours, Layouts::NONE)?;
     let dbias = DeviceVec::from_host(gpu, &bias)?;
     let Picked {
         kernel: k,
@@ -346,11 +383,11 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
         us: spmm_us,
         plain_us,
         candidates,
-    } = pick_variant(gpu, exclude, &a_hat, &a, &dbias, &b64, f)?;
+    } = pick_variant(gpu, exclude, a_ours, &a, &dbias, &b64, f)?;
     let blas = Blas::new(gpu)?;
     // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
     let stream = unsafe { gpu.stream() };
-    let (dh, dw) = (stream.clone_htod(&h)?, stream.clone_htod(&w)?);
+    let (dh, dw) = (stream.clone_htod(&h_ours)?, stream.clone_htod(&w)?);
     let mut t = DeviceDense::<f32>::zeros(gpu, nodes, f, DenseLayout::RowMajor)?;
     let mut y = DeviceDense::<f32>::zeros(gpu, nodes, f, DenseLayout::RowMajor)?;
     let step = |t: &mut DeviceDense<f32>, y: &mut DeviceDense<f32>| -> Result<()> {
@@ -361,7 +398,11 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
     };
     step(&mut t, &mut y)?;
     // SAFETY: read on the Gpu's stream after the layer.
-    let ours_err = layer_ref.max_row_rel_err(unsafe { y.raw() }, DenseLayout::RowMajor, f)?;
+    let ours_err = ours_ref
+        .as_mut()
+        .unwrap_or(&mut layer_ref)
+        .max_row_rel_err(unsafe { y.raw() }, DenseLayout::RowMajor, f)?;
+    drop(ours_ref);
     let (ours_us, ours_graphed) = time_layer(gpu, &mut || step(&mut t, &mut y), reps)?;
     let layer = GcnLayer {
         a_hat: &a_hat,
@@ -372,6 +413,12 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
         f_out: f,
     };
     let v = run_gcn(gpu, &layer, &mut layer_ref, reps)?;
+    let convert_us = match renum {
+        Some(_) => renumbered::convert_us::<f32>(gpu, &a_hat, reorder, &[(rm, f)], reps as u32)?
+            .first()
+            .and_then(|c| c.1),
+        None => None,
+    };
     eprintln!(
         "  ours {ours_us:.1} us/layer ({variant}, {candidates} candidates searched; its SpMM \
          {spmm_us:.1} us fused, {plain_us:.1} us plain), vendor {:.1} ({}; its SpMM {:.1} us); \
@@ -396,6 +443,8 @@ pub fn gcn_case(gpu: &Gpu, name: &str, graph: &Csr, f: usize, reps: usize) -> Re
         ours_max_row_rel_err: ours_err,
         vendor_max_row_rel_err: v.max_row_rel_err,
         graphed: ours_graphed && v.graphed,
+        reorder: (!reorder.is_none()).then(|| reorder.as_str().to_string()),
+        convert_us,
     })
 }
 

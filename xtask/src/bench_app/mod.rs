@@ -63,6 +63,11 @@ pub struct Args {
     /// (file stems in --matrices).
     #[arg(long, value_delimiter = ',', default_value = "cnr-2000")]
     pub gcn_graphs: Vec<String>,
+    /// Our GCN layer on the graph renumbered this way (`Â` and the features
+    /// stored renumbered; the vendor layer in the given order), the row
+    /// conversions of a forward pass timed apart.
+    #[arg(long, value_enum, default_value = "none")]
+    pub gcn_reorder: crate::bench_spmm::args::ReorderArg,
     /// Skip the GCN layers.
     #[arg(long)]
     pub no_gcn: bool,
@@ -886,7 +891,14 @@ fn gcn_cases(gpu: &Gpu, args: &Args) -> Result<Vec<gcn::GcnCase>> {
         .find(|s| s.name == "gnn-2.5M-60M")
         .context("the GNN-sized graph is missing from the SpMM suite")?;
     let g = spec.build(0x6c_0000)?;
-    let mut out = vec![gcn::gcn_case(gpu, spec.name, &g, args.gcn_width, 20)?];
+    let mut out = vec![gcn::gcn_case(
+        gpu,
+        spec.name,
+        &g,
+        args.gcn_width,
+        20,
+        args.gcn_reorder.reorder(),
+    )?];
     drop(g);
     for name in &args.gcn_graphs {
         let p = ["mtx", "mtx.gz"]
@@ -905,7 +917,14 @@ fn gcn_cases(gpu: &Gpu, args: &Args) -> Result<Vec<gcn::GcnCase>> {
             eprintln!("skipping GCN graph {name}: not square");
             continue;
         }
-        match gcn::gcn_case(gpu, name, &a, args.gcn_width, 20) {
+        match gcn::gcn_case(
+            gpu,
+            name,
+            &a,
+            args.gcn_width,
+            20,
+            args.gcn_reorder.reorder(),
+        ) {
             Ok(c) => out.push(c),
             Err(e) => eprintln!("GCN {name} FAILED: {e:#}"),
         }

@@ -40,7 +40,7 @@ pub mod floor;
 mod merge;
 pub mod ours;
 mod render;
-mod renumbered;
+pub mod renumbered;
 pub mod report;
 pub mod rowerr;
 mod search;
