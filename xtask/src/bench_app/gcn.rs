@@ -25,6 +25,7 @@ use sparserl_rt::measure::{stats, time_launches};
 use sparserl_rt::reorder::Reorder;
 use sparserl_rt::spmm::{SpmmEpilogue, SpmmKernel, SpmmVariant, spmm_bytes};
 use sparserl_rt::{Csr, DeviceCsr, DeviceVec, Features, Gpu, Layouts, ValueType, tolerance};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -361,7 +362,7 @@ pub fn gcn_case(
     let renum = renumbered::renumber(&a_hat, reorder);
     let rm = DenseLayout::RowMajor;
     let (a_ours, h_ours, mut ours_ref) = match &renum {
-        None => (&a_hat, h.clone(), None),
+        None => (&a_hat, Cow::Borrowed(&h[..]), None),
         Some(r) => {
             eprintln!(
                 "  ours renumbered ({}) in {:.2} s",
@@ -371,7 +372,8 @@ pub fn gcn_case(
             let t_r = renumbered::permute_rows(&t64, &r.new_to_old, f, rm);
             let reference = Reference::new(&r.csr, &t_r, f, rm, Some(&b64));
             let h_r = renumbered::permute_rows(&h, &r.new_to_old, f, rm);
-            (&r.csr, h_r, Some(DeviceReference::upload(gpu, &reference)?))
+            let dref = DeviceReference::upload(gpu, &reference)?;
+            (&r.csr, Cow::Owned(h_r), Some(dref))
         }
     };
     drop(t64);
@@ -387,7 +389,7 @@ pub fn gcn_case(
     let blas = Blas::new(gpu)?;
     // SAFETY: the raw-handle contract of `crate::app_vendor` (one thread per Gpu, own work on own buffers, no other stream).
     let stream = unsafe { gpu.stream() };
-    let (dh, dw) = (stream.clone_htod(&h_ours)?, stream.clone_htod(&w)?);
+    let (dh, dw) = (stream.clone_htod(&h_ours[..])?, stream.clone_htod(&w)?);
     let mut t = DeviceDense::<f32>::zeros(gpu, nodes, f, DenseLayout::RowMajor)?;
     let mut y = DeviceDense::<f32>::zeros(gpu, nodes, f, DenseLayout::RowMajor)?;
     let step = |t: &mut DeviceDense<f32>, y: &mut DeviceDense<f32>| -> Result<()> {
