@@ -39,13 +39,14 @@ pub fn renumber(a: &Csr, reorder: Reorder) -> Option<JobRenum> {
 pub fn permute_rows<T: Copy>(x: &[T], new_to_old: &[u32], n: usize, layout: DenseLayout) -> Vec<T> {
     let rows = new_to_old.len();
     let ld = layout.packed_ld(rows, n);
-    let mut out = x.to_vec();
-    for (i, &old) in new_to_old.iter().enumerate() {
-        for j in 0..n {
-            out[layout.index(i, j, ld)] = x[layout.index(old as usize, j, ld)];
-        }
-    }
-    out
+    // Output positions in storage order: (row, column) of each.
+    (0..rows * n)
+        .map(|p| match layout {
+            DenseLayout::RowMajor => (p / n, p % n),
+            DenseLayout::ColMajor => (p % rows, p / rows),
+        })
+        .map(|(i, j)| x[layout.index(new_to_old[i] as usize, j, ld)])
+        .collect()
 }
 
 /// A dense shape (layout, width) of a case.
