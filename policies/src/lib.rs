@@ -38,6 +38,7 @@ pub mod net;
 pub mod pick;
 pub mod provenance;
 pub mod spmm;
+pub mod spmm_knobs;
 pub mod spmm_model;
 pub mod spmm_records;
 #[cfg(feature = "train")]

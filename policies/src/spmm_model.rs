@@ -1,12 +1,16 @@
 //! How the SpMM record pick scores a variant: the nearest records' mean
 //! fraction of the fastest (optionally weighted by nearness rank), blended
 //! with a per-variant ridge regression of the log fraction on the matrix
-//! features, both fitted on the records of one value type and layout.
+//! features and a regression over the variants' knobs shared by all
+//! variants ([`crate::spmm_knobs`]), all fitted on the records of one value
+//! type and layout.
 
+use crate::spmm_knobs::{KnobModel, expand};
 use crate::spmm_records::{MIN_VOTES, NEIGHBOURS, SpmmRecord, SpmmRecords};
 use sparserl_rt::ValueType;
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::SpmmVariant;
+use std::sync::OnceLock;
 
 /// How a pick scores a variant.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -18,25 +22,41 @@ pub struct PickRule {
     /// Weight of the ridge prediction of the log fraction; the rest goes to
     /// the log of the neighbours' mean fraction (0: the mean alone).
     pub ridge_share: f64,
+    /// Weight of the knob regression's prediction ([`crate::spmm_knobs`]);
+    /// the rest goes to the score above, taken as a log fraction.
+    pub knob_share: f64,
 }
 
 impl PickRule {
-    /// A short name, e.g. `k16-rank-ridge0.5`.
+    /// A short name, e.g. `k16-rank-ridge0.5` or `k16-rank-ridge0.5-knob0.25`.
     pub fn name(&self) -> String {
         let w = if self.rank_weighted { "rank" } else { "flat" };
-        format!("k{}-{w}-ridge{}", self.neighbours, self.ridge_share)
+        let knob = if self.knob_share > 0.0 {
+            format!("-knob{}", self.knob_share)
+        } else {
+            String::new()
+        };
+        format!("k{}-{w}-ridge{}{knob}", self.neighbours, self.ridge_share)
     }
 }
 
 /// The rules a leave-one-class-out selection chooses among: the former
 /// rule (8 neighbours, equal weights, no regression) and rank-weighted 16,
-/// each with ridge shares 0, 1/4, 1/2 and 3/4.
-pub const RULE_GRID: [PickRule; 8] = {
+/// each with ridge shares 0, 1/4, 1/2 and 3/4, then rank-weighted 16 with
+/// those ridge shares and a quarter or a half to the knob regression.
+pub const RULE_GRID: [PickRule; 16] = {
     const fn r(neighbours: usize, rank_weighted: bool, ridge_share: f64) -> PickRule {
         PickRule {
             neighbours,
             rank_weighted,
             ridge_share,
+            knob_share: 0.0,
+        }
+    }
+    const fn k(ridge_share: f64, knob_share: f64) -> PickRule {
+        PickRule {
+            knob_share,
+            ..r(16, true, ridge_share)
         }
     }
     [
@@ -48,13 +68,21 @@ pub const RULE_GRID: [PickRule; 8] = {
         r(16, true, 0.25),
         r(16, true, 0.5),
         r(16, true, 0.75),
+        k(0.0, 0.25),
+        k(0.25, 0.25),
+        k(0.5, 0.25),
+        k(0.75, 0.25),
+        k(0.0, 0.5),
+        k(0.25, 0.5),
+        k(0.5, 0.5),
+        k(0.75, 0.5),
     ]
 };
 
 /// The rule of the no-GPU pick: the one of [`RULE_GRID`] that
 /// leave-one-class-out over all committed records ranks first (`cargo
 /// xtask spmm-records loco` prints it).
-pub const PICK_RULE: PickRule = RULE_GRID[6];
+pub const PICK_RULE: PickRule = RULE_GRID[9];
 
 /// Ridge penalty on the standardised features (not on the intercept).
 pub const RIDGE_PENALTY: f64 = 10.0;
@@ -71,6 +99,8 @@ pub struct SpmmModel<'a> {
     scale: Vec<f64>,
     variants: Vec<Option<SpmmVariant>>,
     ridge: Vec<Option<Vec<f64>>>,
+    ids: &'a [String],
+    knobs: OnceLock<Option<KnobModel>>,
 }
 
 impl<'a> SpmmModel<'a> {
@@ -100,6 +130,8 @@ impl<'a> SpmmModel<'a> {
                 .map(|id| SpmmVariant::parse(id).ok())
                 .collect(),
             ridge: Vec::new(),
+            ids: &records.variants,
+            knobs: OnceLock::new(),
         };
         model.ridge = model.fit_ridge(records.variants.len());
         model
@@ -112,12 +144,31 @@ impl<'a> SpmmModel<'a> {
 
     /// `[1, standardised vector]`: the regression's inputs.
     fn inputs(&self, vector: &[f64]) -> Vec<f64> {
-        let z = vector
+        std::iter::once(1.0)
+            .chain(self.standardised(vector))
+            .collect()
+    }
+
+    fn standardised(&self, vector: &[f64]) -> Vec<f64> {
+        vector
             .iter()
             .zip(&self.mean)
             .zip(&self.scale)
-            .map(|((x, m), s)| (x - m) / s);
-        std::iter::once(1.0).chain(z).collect()
+            .map(|((x, m), s)| (x - m) / s)
+            .collect()
+    }
+
+    /// The knob regression over the pool, fitted on first use.
+    fn knobs(&self) -> Option<&KnobModel> {
+        self.knobs
+            .get_or_init(|| {
+                let samples = self
+                    .pool
+                    .iter()
+                    .map(|r| (expand(&self.standardised(&r.vector)), &r.measured[..]));
+                KnobModel::fit(self.ids, samples)
+            })
+            .as_ref()
     }
 
     /// Per variant, the ridge coefficients of ln(fraction) on
@@ -208,6 +259,11 @@ impl<'a> SpmmModel<'a> {
             }
         }
         let a = self.inputs(vector);
+        let knobs = if rule.knob_share > 0.0 {
+            Some((self.knobs(), expand(&self.standardised(vector))))
+        } else {
+            None
+        };
         let mut out: Vec<(SpmmVariant, f64)> = acc
             .iter()
             .enumerate()
@@ -215,17 +271,24 @@ impl<'a> SpmmModel<'a> {
             .filter_map(|(i, e)| {
                 let v = self.variants[i].filter(|v| space.contains(v))?;
                 let mean = e.0 / e.1;
-                if rule.ridge_share <= 0.0 {
+                if rule.ridge_share <= 0.0 && knobs.is_none() {
                     return Some((v, mean));
                 }
-                let pred: f64 = self.ridge[i]
-                    .as_ref()?
-                    .iter()
-                    .zip(&a)
-                    .map(|(c, x)| c * x)
-                    .sum();
-                let s = rule.ridge_share;
-                Some((v, s * pred + (1.0 - s) * mean.max(1e-6).ln()))
+                let mut score = mean.max(1e-6).ln();
+                if rule.ridge_share > 0.0 {
+                    let pred: f64 = self.ridge[i]
+                        .as_ref()?
+                        .iter()
+                        .zip(&a)
+                        .map(|(c, x)| c * x)
+                        .sum();
+                    score = rule.ridge_share * pred + (1.0 - rule.ridge_share) * score;
+                }
+                if let Some((model, x)) = &knobs {
+                    let pred = model.as_ref()?.predict(x, i);
+                    score = rule.knob_share * pred + (1.0 - rule.knob_share) * score;
+                }
+                Some((v, score))
             })
             .collect();
         out.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));

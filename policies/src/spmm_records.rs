@@ -5,7 +5,8 @@
 //! instead of the analytic prior where records of its value type and layout
 //! exist. The ranking blends the nearest records' rank-weighted mean
 //! fraction with a per-variant ridge regression of the log fraction on the
-//! matrix features ([`crate::spmm_model`]).
+//! matrix features and a regression over the variants' knobs
+//! ([`crate::spmm_model`], [`crate::spmm_knobs`]).
 //!
 //! The committed records (`spmm-records.json.gz`, built by `cargo xtask
 //! spmm-records build` from the benchmark's reports) are embedded; a
@@ -22,14 +23,14 @@ use std::io::Read;
 use std::sync::OnceLock;
 
 /// Version of the record pick (part of SpMM cache keys with the prior's).
-pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-1";
+pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-2";
 
 /// Nearest records among which a variant must gather [`MIN_VOTES`].
 pub const NEIGHBOURS: usize = 8;
 
 /// Variants of the records' ranking a measured search tries before the
 /// prior's: leave-one-class-out, the best measured of that order's first 16
-/// is 0.990-0.994 of the case's fastest, of the prior's first 16 0.959-0.985.
+/// is 0.992-0.995 of the case's fastest, of the prior's first 16 0.961-0.987.
 pub const SEARCH_LEAD: usize = 8;
 
 /// Neighbours that must have measured a variant for it to be ranked.

@@ -102,8 +102,11 @@ nearest records (standardised distance over log sizes, row-length shape, X-gathe
 log2 N) give a variant their mean fraction of the fastest, either the 8 nearest with equal weights \
 or the 16 nearest with the i-th weighing 1/(1+i); a per-variant ridge regression (penalty 10) of \
 the log fraction on the same standardised features predicts it; a variant's score is s times the \
-prediction plus (1 - s) times the log of the neighbours' mean, s in {0, 1/4, 1/2, 3/4}; a variant \
-needs 3 of the 8 nearest records to have measured it. Which of these 8 rules picks a held-out \
+prediction plus (1 - s) times the log of the neighbours' mean, s in {0, 1/4, 1/2, 3/4}; with the 16 \
+nearest, a share t in {1/4, 1/2} of the score may go to a regression shared by all variants \
+(penalty 1) of the log fraction on the products of the standardised features, their squares and a \
+constant with the variant's knob tokens (its family and each knob within it), the rest (1 - t) to \
+the score above; a variant needs 3 of the 8 nearest records to have measured it. Which of these 16 rules picks a held-out \
 class's cases is chosen by a leave-one-class-out over the other classes only (nested: the held-out \
 class never decides it); the no-GPU pick uses the rule the same selection chooses over every class. \
 The former rule is the 8 nearest, equal weights, no regression, not nested. A pick's figure is its \
@@ -246,11 +249,21 @@ fn markdown(r: &Report) -> String {
     } else {
         "with equal weights"
     };
+    let knobs = if p.knob_share > 0.0 {
+        format!(
+            "; {} of the score goes to the knob regression's predicted log fraction, {} to that \
+             blend",
+            p.knob_share,
+            1.0 - p.knob_share
+        )
+    } else {
+        String::new()
+    };
     s += &format!(
         "The no-GPU pick's rule: `{}`: the {} nearest records of the value type and layout, \
          {weights}, give a variant their mean fraction of the fastest; its score is {} times the \
-         ridge-predicted log fraction plus {} times the log of that mean; a variant needs 3 of \
-         the 8 nearest records to have measured it. The former rule (`{}`) ranked by the 8 \
+         ridge-predicted log fraction plus {} times the log of that mean{knobs}; a variant needs \
+         3 of the 8 nearest records to have measured it. The former rule (`{}`) ranked by the 8 \
          nearest records' mean alone.\n\n",
         r.rule,
         p.neighbours,

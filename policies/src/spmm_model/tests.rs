@@ -31,6 +31,7 @@ fn rule(neighbours: usize, rank_weighted: bool, ridge_share: f64) -> PickRule {
         neighbours,
         rank_weighted,
         ridge_share,
+        knob_share: 0.0,
     }
 }
 
