@@ -91,10 +91,20 @@ impl<'a> NeighbourPick<'a> {
         d[..k].iter().map(|(x, _)| x.sqrt()).sum::<f64>() / k as f64
     }
 
-    /// Squared distances to every training record of `value`, nearest first.
-    fn distances(&self, features: &[f64], value: ValueType) -> Vec<(f64, &'a Prepared)> {
+    /// `features` squashed and standardised as the distance sees them.
+    pub fn query(&self, features: &[f64]) -> Vec<f64> {
         let squashed: Vec<f64> = features.iter().map(|&x| squash(x)).collect();
-        let q = self.standardise(&squashed);
+        self.standardise(&squashed)
+    }
+
+    /// The training records with their squashed, standardised features.
+    pub fn records(&self) -> impl Iterator<Item = (&'a Prepared, &[f64])> {
+        self.train.iter().map(|(r, f)| (*r, &f[..]))
+    }
+
+    /// Squared distances to every training record of `value`, nearest first.
+    pub fn distances(&self, features: &[f64], value: ValueType) -> Vec<(f64, &'a Prepared)> {
+        let q = self.query(features);
         let mut by_distance: Vec<(f64, &'a Prepared)> = self
             .train
             .iter()

@@ -33,6 +33,8 @@ pub mod dataset;
 #[cfg(feature = "train")]
 pub mod knn;
 #[cfg(feature = "train")]
+pub mod knob_pick;
+#[cfg(feature = "train")]
 pub mod loco;
 pub mod net;
 pub mod pick;

@@ -18,6 +18,7 @@
 
 use crate::dataset::{Dataset, MatrixRecord};
 use crate::knn::{Combine, NeighbourPick};
+use crate::knob_pick::KnobPick;
 use crate::net::{LearnedPolicy, policy_space};
 use crate::pick::PickRule;
 use crate::train::{Prepared, TrainConfig, TrainError, prepare_all, train};
@@ -56,8 +57,9 @@ pub const NEIGHBOURS: usize = 8;
 /// the mean minus half the spread, `policy8-knn8` the best mean among the
 /// learned policy's first 8 proposals, `risk-knn8-m<M>` the default rule's
 /// pick unless the neighbours' mean of the `knn8` pick beats theirs of it by
-/// more than M.
-pub const NEIGHBOUR_RULES: [&str; 11] = [
+/// more than M, `knob-knn16` the records' pick with a regression over the
+/// variants' knobs ([`crate::knob_pick`]).
+pub const NEIGHBOUR_RULES: [&str; 12] = [
     "knn8",
     "knn8-cautious",
     "policy8-knn8",
@@ -69,6 +71,7 @@ pub const NEIGHBOUR_RULES: [&str; 11] = [
     "near2.5-knn8",
     "risk-world-knn8-x8",
     "risk-world-knn8-x32",
+    "knob-knn16",
 ];
 
 /// `risk-world-knn8-x<C>`: the default risk rule with the 8 nearest
@@ -150,10 +153,11 @@ fn fraction(r: &Prepared, v: &Variant) -> Option<f64> {
 /// The nearest-neighbour picks of [`NEIGHBOUR_RULES`] on `r`, in order.
 fn neighbour_picks(
     knn_fit: &NeighbourPick<'_>,
+    knobs: &KnobPick<'_, '_>,
     policy: &LearnedPolicy,
     r: &Prepared,
     runnable: &dyn Fn(&Variant) -> bool,
-) -> [Option<Variant>; 11] {
+) -> [Option<Variant>; 12] {
     let space = policy_space();
     let best_of = |scores: &[f64], among: &mut dyn Iterator<Item = usize>| {
         among
@@ -165,6 +169,11 @@ fn neighbour_picks(
             .map(|(j, _)| space[j])
     };
     let mean = knn_fit.scores(&r.features, r.value, Combine::Mean);
+    let knob: Vec<f64> = knobs
+        .scores(&r.features, r.value)
+        .into_iter()
+        .map(|s| s.unwrap_or(f64::NEG_INFINITY))
+        .collect();
     let cautious = knn_fit.scores(&r.features, r.value, Combine::Cautious);
     let f = Features::from_slice(&r.features);
     let mut top = policy
@@ -218,6 +227,10 @@ fn neighbour_picks(
         near(NEAR[1]),
         world(WORLD_COPIES[0]),
         world(WORLD_COPIES[1]),
+        best_of(
+            &knob,
+            &mut (0..space.len()).filter(|&j| knob[j].is_finite()),
+        ),
     ]
 }
 
@@ -246,6 +259,7 @@ fn knn_led(knn: &NeighbourPick<'_>, r: &Prepared, proposals: &[Variant]) -> Vec<
 fn eval_record(
     policy: &LearnedPolicy,
     knn: &NeighbourPick<'_>,
+    knobs: &KnobPick<'_, '_>,
     r: &Prepared,
     rec: &MatrixRecord,
     rules: &[(String, PickRule)],
@@ -258,7 +272,7 @@ fn eval_record(
     let neighbours = NEIGHBOUR_RULES
         .iter()
         .map(|n| n.to_string())
-        .zip(neighbour_picks(knn, policy, r, &runnable));
+        .zip(neighbour_picks(knn, knobs, policy, r, &runnable));
     let learned = rules.iter().map(|(name, rule)| {
         let pick = policy.pick_with(&f, r.value, rule, &runnable);
         (name.clone(), pick.map(|p| p.variant))
@@ -319,12 +333,13 @@ pub fn fold(
     let prepared = prepare_all(ds);
     let train_recs: Vec<&Prepared> = prepared.iter().filter(|r| r.class != class).collect();
     let knn = NeighbourPick::new(&train_recs, NEIGHBOURS);
+    let knobs = KnobPick::new(&knn);
     Ok(prepared
         .iter()
         .filter(|r| r.class == class)
         .filter_map(|r| {
             let rec = recs.get(&(r.name.clone(), r.value))?;
-            Some(eval_record(&policy, &knn, r, rec, rules, cfg.seed))
+            Some(eval_record(&policy, &knn, &knobs, r, rec, rules, cfg.seed))
         })
         .collect())
 }
