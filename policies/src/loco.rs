@@ -58,8 +58,10 @@ pub const NEIGHBOURS: usize = 8;
 /// learned policy's first 8 proposals, `risk-knn8-m<M>` the default rule's
 /// pick unless the neighbours' mean of the `knn8` pick beats theirs of it by
 /// more than M, `knob-knn16` the records' pick with a regression over the
-/// variants' knobs ([`crate::knob_pick`]).
-pub const NEIGHBOUR_RULES: [&str; 12] = [
+/// variants' knobs ([`crate::knob_pick`]), `unsure<P>-knob16` that pick
+/// when the learned policy's most probable variant has probability below P,
+/// else the default rule's.
+pub const NEIGHBOUR_RULES: [&str; 14] = [
     "knn8",
     "knn8-cautious",
     "policy8-knn8",
@@ -72,6 +74,8 @@ pub const NEIGHBOUR_RULES: [&str; 12] = [
     "risk-world-knn8-x8",
     "risk-world-knn8-x32",
     "knob-knn16",
+    "unsure0.2-knob16",
+    "unsure0.4-knob16",
 ];
 
 /// `risk-world-knn8-x<C>`: the default risk rule with the 8 nearest
@@ -157,7 +161,7 @@ fn neighbour_picks(
     policy: &LearnedPolicy,
     r: &Prepared,
     runnable: &dyn Fn(&Variant) -> bool,
-) -> [Option<Variant>; 12] {
+) -> [Option<Variant>; 14] {
     let space = policy_space();
     let best_of = |scores: &[f64], among: &mut dyn Iterator<Item = usize>| {
         among
@@ -201,6 +205,10 @@ fn neighbour_picks(
         .map(|p| p.1)
         .fold(0.0, f64::max);
     let unsure = |p: f64| if top_prob < p { knn } else { risk };
+    let knob_pick = best_of(
+        &knob,
+        &mut (0..space.len()).filter(|&j| knob[j].is_finite()),
+    );
     let distance = knn_fit.mean_distance(&r.features, r.value);
     let near = |d: f64| if distance < d { knn } else { risk };
     let extra = |v: &Variant| {
@@ -227,10 +235,17 @@ fn neighbour_picks(
         near(NEAR[1]),
         world(WORLD_COPIES[0]),
         world(WORLD_COPIES[1]),
-        best_of(
-            &knob,
-            &mut (0..space.len()).filter(|&j| knob[j].is_finite()),
-        ),
+        knob_pick,
+        if top_prob < UNSURE[0] {
+            knob_pick
+        } else {
+            risk
+        },
+        if top_prob < UNSURE[1] {
+            knob_pick
+        } else {
+            risk
+        },
     ]
 }
 
