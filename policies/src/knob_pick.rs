@@ -52,7 +52,7 @@ impl<'k, 'a> KnobPick<'k, 'a> {
                             .enumerate()
                             .filter_map(|(j, m)| Some((j as u32, (*m)?.max(FLOOR) as f32)))
                             .collect();
-                        (expand(z), measured)
+                        (expand(z, None), measured)
                     })
                     .collect();
                 let samples = rows.iter().map(|(x, m)| (x.clone(), &m[..]));
@@ -86,7 +86,7 @@ impl<'k, 'a> KnobPick<'k, 'a> {
                 }
             }
         }
-        let x = expand(&self.knn.query(features));
+        let x = expand(&self.knn.query(features), None);
         acc.iter()
             .enumerate()
             .map(|(j, &(sum, weight, votes))| {

@@ -31,12 +31,22 @@ pub fn tokens(id: &str) -> Vec<String> {
 pub const CLAMP: f64 = 3.0;
 
 /// `[1, z, z²]` of standardised features `z`, each clamped to
-/// `[-CLAMP, CLAMP]`.
-pub fn expand(z: &[f64]) -> Vec<f64> {
+/// `[-CLAMP, CLAMP]`; with `pivot`, also the products of the other
+/// features with `z[pivot]` (for SpMM the width: what suits a row length
+/// depends on how many columns of X each nonzero brings).
+pub fn expand(z: &[f64], pivot: Option<usize>) -> Vec<f64> {
     let z: Vec<f64> = z.iter().map(|x| x.clamp(-CLAMP, CLAMP)).collect();
+    let by = pivot.and_then(|p| z.get(p).map(|&zp| (p, zp)));
+    let cross = by.into_iter().flat_map(|(p, zp)| {
+        z.iter()
+            .enumerate()
+            .filter(move |(i, _)| *i != p)
+            .map(move |(_, x)| x * zp)
+    });
     std::iter::once(1.0)
         .chain(z.iter().copied())
         .chain(z.iter().map(|x| x * x))
+        .chain(cross)
         .collect()
 }
 

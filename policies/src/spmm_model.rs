@@ -158,14 +158,22 @@ impl<'a> SpmmModel<'a> {
             .collect()
     }
 
+    /// Where the width (log2 N) sits in the records' vectors: last
+    /// ([`crate::spmm_records::knn_vector`]).
+    fn width_index(&self) -> Option<usize> {
+        self.mean.len().checked_sub(1)
+    }
+
     /// The knob regression over the pool, fitted on first use.
     fn knobs(&self) -> Option<&KnobModel> {
         self.knobs
             .get_or_init(|| {
-                let samples = self
-                    .pool
-                    .iter()
-                    .map(|r| (expand(&self.standardised(&r.vector)), &r.measured[..]));
+                let samples = self.pool.iter().map(|r| {
+                    (
+                        expand(&self.standardised(&r.vector), self.width_index()),
+                        &r.measured[..],
+                    )
+                });
                 KnobModel::fit(self.ids, samples)
             })
             .as_ref()
@@ -260,7 +268,10 @@ impl<'a> SpmmModel<'a> {
         }
         let a = self.inputs(vector);
         let knobs = if rule.knob_share > 0.0 {
-            Some((self.knobs(), expand(&self.standardised(vector))))
+            Some((
+                self.knobs(),
+                expand(&self.standardised(vector), self.width_index()),
+            ))
         } else {
             None
         };

@@ -23,7 +23,7 @@ use std::io::Read;
 use std::sync::OnceLock;
 
 /// Version of the record pick (part of SpMM cache keys with the prior's).
-pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-2";
+pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-3";
 
 /// Nearest records among which a variant must gather [`MIN_VOTES`].
 pub const NEIGHBOURS: usize = 8;

@@ -104,8 +104,9 @@ or the 16 nearest with the i-th weighing 1/(1+i); a per-variant ridge regression
 the log fraction on the same standardised features predicts it; a variant's score is s times the \
 prediction plus (1 - s) times the log of the neighbours' mean, s in {0, 1/4, 1/2, 3/4}; with the 16 \
 nearest, a share t in {1/4, 1/2} of the score may go to a regression shared by all variants \
-(penalty 1) of the log fraction on the products of the standardised features, their squares and a \
-constant with the variant's knob tokens (its family and each knob within it), the rest (1 - t) to \
+(penalty 1) of the log fraction on the products of the standardised features (clamped to 3 \
+deviations), their squares, their products with log2 N and a constant with the variant's knob \
+tokens (its family and each knob within it), the rest (1 - t) to \
 the score above; a variant needs 3 of the 8 nearest records to have measured it. Which of these 16 rules picks a held-out \
 class's cases is chosen by a leave-one-class-out over the other classes only (nested: the held-out \
 class never decides it); the no-GPU pick uses the rule the same selection chooses over every class. \

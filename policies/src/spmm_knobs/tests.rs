@@ -30,9 +30,9 @@ fn a_knob_learned_on_some_variants_judges_an_unmeasured_one() {
         .map(String::from)
         .to_vec();
     let measured: Vec<(u32, f32)> = vec![(0, 1.0), (1, 0.5), (2, 0.9)];
-    let samples = (0..8).map(|i| (expand(&[f64::from(i) / 8.0 - 0.5]), &measured[..]));
+    let samples = (0..8).map(|i| (expand(&[f64::from(i) / 8.0 - 0.5], None), &measured[..]));
     let m = KnobModel::fit(&variants, samples).expect("fits");
-    let x = expand(&[0.0]);
+    let x = expand(&[0.0], None);
     let (good, bad) = (m.predict(&x, 2), m.predict(&x, 3));
     assert!(bad < good - 0.3, "x2.y2 {bad} against x1.y2 {good}");
     assert!(m.predict(&x, 0) > m.predict(&x, 1));
@@ -42,4 +42,23 @@ fn a_knob_learned_on_some_variants_judges_an_unmeasured_one() {
 fn nothing_to_fit_is_none() {
     let none = std::iter::empty::<(Vec<f64>, &[(u32, f32)])>();
     assert!(KnobModel::fit(&["f.a".to_string()], none).is_none());
+}
+
+#[test]
+fn expansion_clamps_squares_and_crosses_with_the_pivot() {
+    assert_eq!(expand(&[1.0, 2.0], None), [1.0, 1.0, 2.0, 1.0, 4.0]);
+    assert_eq!(
+        expand(&[1.0, 2.0, 10.0], Some(1)),
+        [
+            1.0,
+            1.0,
+            2.0,
+            CLAMP,
+            1.0,
+            4.0,
+            CLAMP * CLAMP,
+            2.0,
+            2.0 * CLAMP
+        ]
+    );
 }
