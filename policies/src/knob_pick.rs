@@ -32,12 +32,15 @@ type Sample = (Vec<f64>, Vec<(u32, f32)>);
 #[derive(Debug)]
 pub struct KnobPick<'k, 'a> {
     knn: &'k NeighbourPick<'a>,
+    pivot: Option<usize>,
     models: Vec<(ValueType, Option<KnobModel>)>,
 }
 
 impl<'k, 'a> KnobPick<'k, 'a> {
-    /// Fits one knob regression per value type on `knn`'s training records.
-    pub fn new(knn: &'k NeighbourPick<'a>) -> Self {
+    /// Fits one knob regression per value type on `knn`'s training records;
+    /// with `pivot`, the inputs also hold the features' products with that
+    /// feature ([`expand`]).
+    pub fn new(knn: &'k NeighbourPick<'a>, pivot: Option<usize>) -> Self {
         let ids: Vec<String> = policy_space().iter().map(|v| v.id()).collect();
         let models = [ValueType::F32, ValueType::F64]
             .into_iter()
@@ -52,14 +55,14 @@ impl<'k, 'a> KnobPick<'k, 'a> {
                             .enumerate()
                             .filter_map(|(j, m)| Some((j as u32, (*m)?.max(FLOOR) as f32)))
                             .collect();
-                        (expand(z, None), measured)
+                        (expand(z, pivot), measured)
                     })
                     .collect();
                 let samples = rows.iter().map(|(x, m)| (x.clone(), &m[..]));
                 (value, KnobModel::fit(&ids, samples))
             })
             .collect();
-        KnobPick { knn, models }
+        KnobPick { knn, pivot, models }
     }
 
     /// Per policy-space variant (index as [`policy_space`]), its score, or
@@ -86,7 +89,7 @@ impl<'k, 'a> KnobPick<'k, 'a> {
                 }
             }
         }
-        let x = expand(&self.knn.query(features), None);
+        let x = expand(&self.knn.query(features), self.pivot);
         acc.iter()
             .enumerate()
             .map(|(j, &(sum, weight, votes))| {

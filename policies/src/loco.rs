@@ -60,8 +60,9 @@ pub const NEIGHBOURS: usize = 8;
 /// more than M, `knob-knn16` the records' pick with a regression over the
 /// variants' knobs ([`crate::knob_pick`]), `unsure<P>-knob16` that pick
 /// when the learned policy's most probable variant has probability below P,
-/// else the default rule's.
-pub const NEIGHBOUR_RULES: [&str; 14] = [
+/// else the default rule's; `-nnz` the same with the knob regression's
+/// inputs also multiplied by the nonzero count.
+pub const NEIGHBOUR_RULES: [&str; 16] = [
     "knn8",
     "knn8-cautious",
     "policy8-knn8",
@@ -76,6 +77,8 @@ pub const NEIGHBOUR_RULES: [&str; 14] = [
     "knob-knn16",
     "unsure0.2-knob16",
     "unsure0.4-knob16",
+    "knob-nnz-knn16",
+    "unsure0.4-knob-nnz16",
 ];
 
 /// `risk-world-knn8-x<C>`: the default risk rule with the 8 nearest
@@ -157,11 +160,11 @@ fn fraction(r: &Prepared, v: &Variant) -> Option<f64> {
 /// The nearest-neighbour picks of [`NEIGHBOUR_RULES`] on `r`, in order.
 fn neighbour_picks(
     knn_fit: &NeighbourPick<'_>,
-    knobs: &KnobPick<'_, '_>,
+    knobs: &[KnobPick<'_, '_>; 2],
     policy: &LearnedPolicy,
     r: &Prepared,
     runnable: &dyn Fn(&Variant) -> bool,
-) -> [Option<Variant>; 14] {
+) -> [Option<Variant>; 16] {
     let space = policy_space();
     let best_of = |scores: &[f64], among: &mut dyn Iterator<Item = usize>| {
         among
@@ -173,11 +176,6 @@ fn neighbour_picks(
             .map(|(j, _)| space[j])
     };
     let mean = knn_fit.scores(&r.features, r.value, Combine::Mean);
-    let knob: Vec<f64> = knobs
-        .scores(&r.features, r.value)
-        .into_iter()
-        .map(|s| s.unwrap_or(f64::NEG_INFINITY))
-        .collect();
     let cautious = knn_fit.scores(&r.features, r.value, Combine::Cautious);
     let f = Features::from_slice(&r.features);
     let mut top = policy
@@ -205,10 +203,8 @@ fn neighbour_picks(
         .map(|p| p.1)
         .fold(0.0, f64::max);
     let unsure = |p: f64| if top_prob < p { knn } else { risk };
-    let knob_pick = best_of(
-        &knob,
-        &mut (0..space.len()).filter(|&j| knob[j].is_finite()),
-    );
+    let [knob, knob_nnz] = knobs.each_ref().map(|k| knob_best(k, r, runnable));
+    let if_unsure = |p: f64, v: Option<Variant>| if top_prob < p { v } else { risk };
     let distance = knn_fit.mean_distance(&r.features, r.value);
     let near = |d: f64| if distance < d { knn } else { risk };
     let extra = |v: &Variant| {
@@ -235,18 +231,30 @@ fn neighbour_picks(
         near(NEAR[1]),
         world(WORLD_COPIES[0]),
         world(WORLD_COPIES[1]),
-        knob_pick,
-        if top_prob < UNSURE[0] {
-            knob_pick
-        } else {
-            risk
-        },
-        if top_prob < UNSURE[1] {
-            knob_pick
-        } else {
-            risk
-        },
+        knob,
+        if_unsure(UNSURE[0], knob),
+        if_unsure(UNSURE[1], knob),
+        knob_nnz,
+        if_unsure(UNSURE[1], knob_nnz),
     ]
+}
+
+/// The runnable variant `pick` scores best on `r`, if it scores any.
+fn knob_best(
+    pick: &KnobPick<'_, '_>,
+    r: &Prepared,
+    runnable: &dyn Fn(&Variant) -> bool,
+) -> Option<Variant> {
+    let space = policy_space();
+    let scores = pick.scores(&r.features, r.value);
+    (0..space.len())
+        .filter(|&j| runnable(&space[j]))
+        .filter_map(|j| scores[j].map(|x| (j, x)))
+        .fold(None::<(usize, f64)>, |b, (j, x)| match b {
+            Some((_, y)) if y >= x => b,
+            _ => Some((j, x)),
+        })
+        .map(|(j, _)| space[j])
 }
 
 /// [`FIRST_K`] candidates: the nearest records' best [`KNN_LEAD`] of
@@ -274,7 +282,7 @@ fn knn_led(knn: &NeighbourPick<'_>, r: &Prepared, proposals: &[Variant]) -> Vec<
 fn eval_record(
     policy: &LearnedPolicy,
     knn: &NeighbourPick<'_>,
-    knobs: &KnobPick<'_, '_>,
+    knobs: &[KnobPick<'_, '_>; 2],
     r: &Prepared,
     rec: &MatrixRecord,
     rules: &[(String, PickRule)],
@@ -348,7 +356,9 @@ pub fn fold(
     let prepared = prepare_all(ds);
     let train_recs: Vec<&Prepared> = prepared.iter().filter(|r| r.class != class).collect();
     let knn = NeighbourPick::new(&train_recs, NEIGHBOURS);
-    let knobs = KnobPick::new(&knn);
+    // The second regression also multiplies its inputs by the nonzero count.
+    let nnz = Features::NAMES.iter().position(|n| *n == "nnz");
+    let knobs = [KnobPick::new(&knn, None), KnobPick::new(&knn, nnz)];
     Ok(prepared
         .iter()
         .filter(|r| r.class == class)

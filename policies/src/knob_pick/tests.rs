@@ -25,7 +25,7 @@ fn the_best_measured_variant_leads_and_unvoted_variants_have_no_score() {
     let train: Vec<Prepared> = (1..=6).map(|i| rec(f64::from(i), 4)).collect();
     let refs: Vec<&Prepared> = train.iter().collect();
     let knn = NeighbourPick::new(&refs, 8);
-    let pick = KnobPick::new(&knn);
+    let pick = KnobPick::new(&knn, None);
     let s = pick.scores(&[3.5, 10.0], ValueType::F32);
     assert_eq!(s.len(), policy_space().len());
     let best = (0..s.len())
