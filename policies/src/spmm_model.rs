@@ -144,9 +144,7 @@ impl<'a> SpmmModel<'a> {
 
     /// `[1, standardised vector]`: the regression's inputs.
     fn inputs(&self, vector: &[f64]) -> Vec<f64> {
-        std::iter::once(1.0)
-            .chain(self.standardised(vector))
-            .collect()
+        with_constant(&self.standardised(vector))
     }
 
     fn standardised(&self, vector: &[f64]) -> Vec<f64> {
@@ -266,12 +264,10 @@ impl<'a> SpmmModel<'a> {
                 e.2 += usize::from(rank < NEIGHBOURS);
             }
         }
-        let a = self.inputs(vector);
+        let z = self.standardised(vector);
+        let a = with_constant(&z);
         let knobs = if rule.knob_share > 0.0 {
-            Some((
-                self.knobs(),
-                expand(&self.standardised(vector), self.width_index()),
-            ))
+            Some((self.knobs(), expand(&z, self.width_index())))
         } else {
             None
         };
@@ -305,6 +301,11 @@ impl<'a> SpmmModel<'a> {
         out.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
         out
     }
+}
+
+/// `[1, z]`.
+fn with_constant(z: &[f64]) -> Vec<f64> {
+    std::iter::once(1.0).chain(z.iter().copied()).collect()
 }
 
 /// Mean and standard deviation per dimension over `pool` (deviation 1

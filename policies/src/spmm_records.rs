@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::SpmmVariant;
 use sparserl_rt::{Features, ValueType};
+use std::collections::HashMap;
 use std::io::Read;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// Version of the record pick (part of SpMM cache keys with the prior's).
 pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-3";
@@ -171,13 +172,46 @@ impl SpmmRecords {
         space: &[SpmmVariant],
         exclude: Option<&str>,
     ) -> Vec<(SpmmVariant, f64)> {
-        let exclude: Vec<&str> = exclude.into_iter().collect();
-        let model = SpmmModel::fit(self, value, layout, vector.len(), &exclude);
+        let model: Arc<SpmmModel> = match SpmmRecords::embedded() {
+            Some(e) if std::ptr::eq(e, self) => {
+                embedded_model(e, value, layout, vector.len(), exclude)
+            }
+            _ => {
+                let exclude: Vec<&str> = exclude.into_iter().collect();
+                Arc::new(SpmmModel::fit(self, value, layout, vector.len(), &exclude))
+            }
+        };
         if model.is_empty() {
             return Vec::new();
         }
         model.rank(vector, space, PICK_RULE)
     }
+}
+
+/// The model of the embedded `records` for a value type, layout, vector
+/// length and left-out class, fitted once: its regressions are the same for
+/// every width and every case a build or a benchmark ranks.
+fn embedded_model(
+    records: &'static SpmmRecords,
+    value: ValueType,
+    layout: DenseLayout,
+    dims: usize,
+    exclude: Option<&str>,
+) -> Arc<SpmmModel<'static>> {
+    type Key = (ValueType, DenseLayout, usize, Option<String>);
+    static MODELS: OnceLock<Mutex<HashMap<Key, Arc<SpmmModel<'static>>>>> = OnceLock::new();
+    let key = (value, layout, dims, exclude.map(str::to_string));
+    let mut models = MODELS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    models
+        .entry(key)
+        .or_insert_with(|| {
+            let exclude: Vec<&str> = exclude.into_iter().collect();
+            Arc::new(SpmmModel::fit(records, value, layout, dims, &exclude))
+        })
+        .clone()
 }
 
 /// The no-GPU SpMM pick: the records' first variant where records of
