@@ -34,6 +34,7 @@ pub mod dataset;
 pub mod knn;
 #[cfg(feature = "train")]
 pub mod knob_pick;
+pub mod linalg;
 #[cfg(feature = "train")]
 pub mod loco;
 pub mod net;

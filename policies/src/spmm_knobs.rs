@@ -10,6 +10,7 @@
 //! a kind of matrix is learned from every variant that has that knob, so a
 //! variant few neighbours measured is still judged by its knobs.
 
+use crate::linalg::cholesky_solve;
 use std::collections::BTreeMap;
 
 /// Ridge penalty on every coefficient.
@@ -150,37 +151,6 @@ impl KnobModel {
             .map(|(p, xp)| xp * toks.iter().map(|&t| self.coef[p * k + t]).sum::<f64>())
             .sum()
     }
-}
-
-/// Solves `a x = b` for a symmetric positive definite `a` (row-major,
-/// `b.len()` square) by Cholesky factorisation; `None` if it is not
-/// positive definite.
-fn cholesky_solve(mut a: Vec<f64>, mut b: Vec<f64>) -> Option<Vec<f64>> {
-    let n = b.len();
-    // Lower factor in place: a = L Lᵀ.
-    for j in 0..n {
-        let (done, rest) = a.split_at_mut(j * n);
-        let row_j = &mut rest[..n];
-        for k in 0..j {
-            let row_k = &done[k * n..k * n + n];
-            let s: f64 = row_j[..k].iter().zip(&row_k[..k]).map(|(x, y)| x * y).sum();
-            row_j[k] = (row_j[k] - s) / row_k[k];
-        }
-        let d = row_j[j] - row_j[..j].iter().map(|x| x * x).sum::<f64>();
-        if d <= 0.0 || !d.is_finite() {
-            return None;
-        }
-        row_j[j] = d.sqrt();
-    }
-    for i in 0..n {
-        let s: f64 = (0..i).map(|k| a[i * n + k] * b[k]).sum();
-        b[i] = (b[i] - s) / a[i * n + i];
-    }
-    for i in (0..n).rev() {
-        let s: f64 = (i + 1..n).map(|k| a[k * n + i] * b[k]).sum();
-        b[i] = (b[i] - s) / a[i * n + i];
-    }
-    Some(b)
 }
 
 #[cfg(test)]

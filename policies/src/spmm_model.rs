@@ -5,8 +5,9 @@
 //! variants ([`crate::spmm_knobs`]), all fitted on the records of one value
 //! type and layout.
 
+use crate::linalg::cholesky_solve;
 use crate::spmm_knobs::{KnobModel, expand};
-use crate::spmm_records::{MIN_VOTES, NEIGHBOURS, SpmmRecord, SpmmRecords};
+use crate::spmm_records::{MIN_VOTES, NEIGHBOURS, SIZE_DIMS, SpmmRecord, SpmmRecords};
 use sparserl_rt::ValueType;
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::SpmmVariant;
@@ -25,6 +26,14 @@ pub struct PickRule {
     /// Weight of the knob regression's prediction ([`crate::spmm_knobs`]);
     /// the rest goes to the score above, taken as a log fraction.
     pub knob_share: f64,
+    /// Whether a variant too few of the nearest records measured may still
+    /// be ranked when [`MIN_VOTES`] of the [`NEIGHBOURS`] records nearest
+    /// in size alone ([`crate::spmm_records::SIZE_DIMS`] and the width)
+    /// measured it, with those records' mean in place of the nearest
+    /// records'. What suits a large problem (X past the L2, many waves of
+    /// blocks) is measured on the few large records, which a matrix of
+    /// another shape does not have among its nearest.
+    pub size_votes: bool,
 }
 
 impl PickRule {
@@ -36,21 +45,33 @@ impl PickRule {
         } else {
             String::new()
         };
-        format!("k{}-{w}-ridge{}{knob}", self.neighbours, self.ridge_share)
+        let size = if self.size_votes { "-size" } else { "" };
+        format!(
+            "k{}-{w}-ridge{}{knob}{size}",
+            self.neighbours, self.ridge_share
+        )
     }
 }
 
 /// The rules a leave-one-class-out selection chooses among: the former
 /// rule (8 neighbours, equal weights, no regression) and rank-weighted 16,
 /// each with ridge shares 0, 1/4, 1/2 and 3/4, then rank-weighted 16 with
-/// those ridge shares and a quarter or a half to the knob regression.
-pub const RULE_GRID: [PickRule; 16] = {
+/// those ridge shares and a quarter or a half to the knob regression, then
+/// four of those with the size votes.
+pub const RULE_GRID: [PickRule; 20] = {
     const fn r(neighbours: usize, rank_weighted: bool, ridge_share: f64) -> PickRule {
         PickRule {
             neighbours,
             rank_weighted,
             ridge_share,
             knob_share: 0.0,
+            size_votes: false,
+        }
+    }
+    const fn s(ridge_share: f64, knob_share: f64) -> PickRule {
+        PickRule {
+            size_votes: true,
+            ..k(ridge_share, knob_share)
         }
     }
     const fn k(ridge_share: f64, knob_share: f64) -> PickRule {
@@ -76,13 +97,17 @@ pub const RULE_GRID: [PickRule; 16] = {
         k(0.25, 0.5),
         k(0.5, 0.5),
         k(0.75, 0.5),
+        s(0.0, 0.25),
+        s(0.25, 0.25),
+        s(0.5, 0.25),
+        s(0.25, 0.5),
     ]
 };
 
 /// The rule of the no-GPU pick: the one of [`RULE_GRID`] that
 /// leave-one-class-out over all committed records ranks first (`cargo
 /// xtask spmm-records loco` prints it).
-pub const PICK_RULE: PickRule = RULE_GRID[9];
+pub const PICK_RULE: PickRule = RULE_GRID[17];
 
 /// Ridge penalty on the standardised features (not on the intercept).
 pub const RIDGE_PENALTY: f64 = 10.0;
@@ -208,7 +233,7 @@ impl<'a> SpmmModel<'a> {
                 for p in 0..d {
                     g[p * d + p] += if p == 0 { 1e-6 } else { RIDGE_PENALTY };
                 }
-                solve(g, b)
+                cholesky_solve(g, b)
             })
             .collect()
     }
@@ -225,6 +250,29 @@ impl<'a> SpmmModel<'a> {
         near
     }
 
+    /// Indices into the pool, nearest to `vector` in size first
+    /// ([`crate::spmm_records::SIZE_DIMS`] and the width), with distances.
+    fn size_order(&self, vector: &[f64]) -> Vec<(f64, usize)> {
+        let mut dims: Vec<usize> = SIZE_DIMS
+            .iter()
+            .copied()
+            .chain(self.width_index())
+            .filter(|&d| d < vector.len())
+            .collect();
+        dims.dedup();
+        let pick = |x: &[f64]| dims.iter().map(|&d| x[d]).collect::<Vec<f64>>();
+        let scale = pick(&self.scale);
+        let q = pick(vector);
+        let mut near: Vec<(f64, usize)> = self
+            .pool
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (distance(&pick(&r.vector), &q, &scale), i))
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        near
+    }
+
     /// The `k` records nearest to `vector` (standardised distance), nearest
     /// first, with their distances.
     pub fn nearest(&self, vector: &[f64], k: usize) -> Vec<(f64, &'a SpmmRecord)> {
@@ -233,17 +281,10 @@ impl<'a> SpmmModel<'a> {
         near.into_iter().map(|(d, i)| (d, self.pool[i])).collect()
     }
 
-    /// The variants of `space` ranked by `rule`'s score, best first; a
-    /// variant needs [`MIN_VOTES`] of the [`NEIGHBOURS`] nearest records to
-    /// have measured it (and a regression where `rule` blends one in).
-    pub fn rank(
-        &self,
-        vector: &[f64],
-        space: &[SpmmVariant],
-        rule: PickRule,
-    ) -> Vec<(SpmmVariant, f64)> {
-        let order = self.order(vector);
-        // Per variant: weighted sum of fractions, sum of weights, votes.
+    /// Per variant over the `order`ed pool: the weighted sum of the first
+    /// `rule.neighbours` records' fractions, the sum of their weights and
+    /// the votes of the first [`NEIGHBOURS`].
+    fn tally(&self, order: &[(f64, usize)], rule: PickRule) -> Vec<(f64, f64, usize)> {
         let mut acc = vec![(0.0, 0.0, 0usize); self.variants.len()];
         for (rank, &(_, i)) in order
             .iter()
@@ -264,6 +305,34 @@ impl<'a> SpmmModel<'a> {
                 e.2 += usize::from(rank < NEIGHBOURS);
             }
         }
+        acc
+    }
+
+    /// Per variant, the neighbours' mean fraction where [`MIN_VOTES`] of
+    /// the nearest measured it, else (with `rule.size_votes`) the mean of
+    /// the records nearest in size where as many of those measured it.
+    fn neighbour_means(&self, vector: &[f64], rule: PickRule) -> Vec<Option<f64>> {
+        let mean = |e: &(f64, f64, usize)| (e.2 >= MIN_VOTES && e.1 > 0.0).then(|| e.0 / e.1);
+        let near = self.tally(&self.order(vector), rule);
+        let sized = rule
+            .size_votes
+            .then(|| self.tally(&self.size_order(vector), rule));
+        near.iter()
+            .enumerate()
+            .map(|(i, e)| mean(e).or_else(|| sized.as_ref().and_then(|s| mean(&s[i]))))
+            .collect()
+    }
+
+    /// The variants of `space` ranked by `rule`'s score, best first; a
+    /// variant needs [`MIN_VOTES`] of the [`NEIGHBOURS`] nearest records to
+    /// have measured it (or, with `rule.size_votes`, of the nearest in
+    /// size), and a regression where `rule` blends one in.
+    pub fn rank(
+        &self,
+        vector: &[f64],
+        space: &[SpmmVariant],
+        rule: PickRule,
+    ) -> Vec<(SpmmVariant, f64)> {
         let z = self.standardised(vector);
         let a = with_constant(&z);
         let knobs = if rule.knob_share > 0.0 {
@@ -271,13 +340,13 @@ impl<'a> SpmmModel<'a> {
         } else {
             None
         };
-        let mut out: Vec<(SpmmVariant, f64)> = acc
-            .iter()
+        let mut out: Vec<(SpmmVariant, f64)> = self
+            .neighbour_means(vector, rule)
+            .into_iter()
             .enumerate()
-            .filter(|(_, e)| e.2 >= MIN_VOTES && e.1 > 0.0)
-            .filter_map(|(i, e)| {
+            .filter_map(|(i, mean)| {
+                let mean = mean?;
                 let v = self.variants[i].filter(|v| space.contains(v))?;
-                let mean = e.0 / e.1;
                 if rule.ridge_share <= 0.0 && knobs.is_none() {
                     return Some((v, mean));
                 }
@@ -332,35 +401,6 @@ fn distance(a: &[f64], b: &[f64], scale: &[f64]) -> f64 {
         .map(|((x, y), s)| ((x - y) / s).powi(2))
         .sum::<f64>()
         .sqrt()
-}
-
-/// Solves the `d`x`d` system `g x = b` (row-major `g`) by Gaussian
-/// elimination with partial pivoting; `None` if it is singular.
-fn solve(mut g: Vec<f64>, mut b: Vec<f64>) -> Option<Vec<f64>> {
-    let d = b.len();
-    for c in 0..d {
-        let p = (c..d).max_by(|&x, &y| g[x * d + c].abs().total_cmp(&g[y * d + c].abs()))?;
-        if g[p * d + c].abs() < 1e-12 {
-            return None;
-        }
-        for k in 0..d {
-            g.swap(c * d + k, p * d + k);
-        }
-        b.swap(c, p);
-        for r in c + 1..d {
-            let f = g[r * d + c] / g[c * d + c];
-            for k in c..d {
-                g[r * d + k] -= f * g[c * d + k];
-            }
-            b[r] -= f * b[c];
-        }
-    }
-    let mut x = vec![0.0; d];
-    for r in (0..d).rev() {
-        let s: f64 = (r + 1..d).map(|k| g[r * d + k] * x[k]).sum();
-        x[r] = (b[r] - s) / g[r * d + r];
-    }
-    Some(x)
 }
 
 #[cfg(test)]

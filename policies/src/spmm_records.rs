@@ -24,7 +24,7 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// Version of the record pick (part of SpMM cache keys with the prior's).
-pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-3";
+pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-4";
 
 /// Nearest records among which a variant must gather [`MIN_VOTES`].
 pub const NEIGHBOURS: usize = 8;
@@ -93,6 +93,10 @@ pub fn knn_vector(f: &Features, n: usize) -> Vec<f64> {
         (n.max(1) as f64).log2(),
     ]
 }
+
+/// The entries of [`knn_vector`] that measure size (log rows, columns and
+/// nonzeros; the width is the last entry).
+pub const SIZE_DIMS: [usize; 3] = [0, 1, 2];
 
 /// The committed records, gzipped JSON.
 const EMBEDDED: &[u8] = include_bytes!("../spmm-records.json.gz");

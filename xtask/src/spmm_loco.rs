@@ -107,7 +107,11 @@ nearest, a share t in {1/4, 1/2} of the score may go to a regression shared by a
 (penalty 1) of the log fraction on the products of the standardised features (clamped to 3 \
 deviations), their squares, their products with log2 N and a constant with the variant's knob \
 tokens (its family and each knob within it), the rest (1 - t) to \
-the score above; a variant needs 3 of the 8 nearest records to have measured it. Which of these 16 rules picks a held-out \
+the score above; a variant needs 3 of the 8 nearest records to have measured it; four of the rules \
+with the 16 nearest and the knob regression (ridge and knob shares 0 and 1/4, 1/4 and 1/4, 1/2 and \
+1/4, 1/4 and 1/2) also rank a variant too few of the nearest measured where 3 of the 8 records \
+nearest in size alone (log rows, columns, nonzeros and log2 N) did, with those records' mean (size \
+votes). Which of these 20 rules picks a held-out \
 class's cases is chosen by a leave-one-class-out over the other classes only (nested: the held-out \
 class never decides it); the no-GPU pick uses the rule the same selection chooses over every class. \
 The former rule is the 8 nearest, equal weights, no regression, not nested. A pick's figure is its \
@@ -260,11 +264,16 @@ fn markdown(r: &Report) -> String {
     } else {
         String::new()
     };
+    let votes = if p.size_votes {
+        " (or 3 of the 8 nearest in size alone, with their mean)"
+    } else {
+        ""
+    };
     s += &format!(
         "The no-GPU pick's rule: `{}`: the {} nearest records of the value type and layout, \
          {weights}, give a variant their mean fraction of the fastest; its score is {} times the \
          ridge-predicted log fraction plus {} times the log of that mean{knobs}; a variant needs \
-         3 of the 8 nearest records to have measured it. The former rule (`{}`) ranked by the 8 \
+         3 of the 8 nearest records to have measured it{votes}. The former rule (`{}`) ranked by the 8 \
          nearest records' mean alone.\n\n",
         r.rule,
         p.neighbours,

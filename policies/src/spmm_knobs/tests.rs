@@ -12,17 +12,6 @@ fn tokens_are_the_family_and_its_knobs() {
 }
 
 #[test]
-fn cholesky_solves_a_positive_definite_system() {
-    // [[4, 2], [2, 3]] x = [2, 5] has x = [-0.5, 2].
-    let x = cholesky_solve(vec![4.0, 2.0, 2.0, 3.0], vec![2.0, 5.0]).expect("positive definite");
-    assert!(
-        (x[0] + 0.5).abs() < 1e-12 && (x[1] - 2.0).abs() < 1e-12,
-        "{x:?}"
-    );
-    assert!(cholesky_solve(vec![1.0, 2.0, 2.0, 1.0], vec![1.0, 1.0]).is_none());
-}
-
-#[test]
 fn a_knob_learned_on_some_variants_judges_an_unmeasured_one() {
     // Knob x2 halves the fraction whatever y is; no record measured
     // f.x2.y2, yet its knobs say it is worse than f.x1.y2.

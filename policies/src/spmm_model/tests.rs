@@ -32,6 +32,7 @@ fn rule(neighbours: usize, rank_weighted: bool, ridge_share: f64) -> PickRule {
         rank_weighted,
         ridge_share,
         knob_share: 0.0,
+        size_votes: false,
     }
 }
 
@@ -98,8 +99,28 @@ fn a_blend_needs_a_fitted_regression_and_the_grid_holds_the_rule() {
 }
 
 #[test]
-fn the_solver_solves() {
-    let x = solve(vec![2.0, 1.0, 1.0, 3.0], vec![3.0, 5.0]).expect("regular");
-    assert!((x[0] - 0.8).abs() < 1e-12 && (x[1] - 1.4).abs() < 1e-12);
-    assert!(solve(vec![1.0, 2.0, 2.0, 4.0], vec![1.0, 2.0]).is_none());
+fn size_votes_rank_a_variant_only_records_of_the_same_size_measured() {
+    // Vectors: log rows, cols, nnz, four shape entries, log2 N. Eight small
+    // records of the query's shape measured variant 0; four of its size but
+    // another shape also measured variant 1, twice as fast.
+    let rec = |size: f64, shape: f64, measured: Vec<(u32, f32)>| SpmmRecord {
+        vector: vec![size, size, size, shape, shape, shape, shape, 6.0],
+        ..record("a", size, measured)
+    };
+    let mut all: Vec<SpmmRecord> = (0..8).map(|_| rec(0.0, 0.0, vec![(0, 0.5)])).collect();
+    all.extend((0..4).map(|_| rec(10.0, 10.0, vec![(0, 0.5), (1, 1.0)])));
+    let r = records(all);
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    let m = SpmmModel::fit(&r, ValueType::F32, DenseLayout::RowMajor, 8, &[]);
+    let query = [10.0, 10.0, 10.0, 0.0, 0.0, 0.0, 0.0, 6.0];
+    let plain = m.rank(&query, &space, rule(16, true, 0.0));
+    assert_eq!(plain, vec![(space[0], 0.5)]);
+    let sized = PickRule {
+        size_votes: true,
+        ..rule(16, true, 0.0)
+    };
+    assert_eq!(
+        m.rank(&query, &space, sized),
+        vec![(space[1], 1.0), (space[0], 0.5)]
+    );
 }
