@@ -170,6 +170,32 @@ pub enum DatasetError {
 }
 
 impl Dataset {
+    /// Reads `paths` and merges them as training does: the first marked for
+    /// the layouts its matrices lack ([`Dataset::mark_cannot_run`]), the
+    /// others merged in ([`Dataset::merge`]); with each file's sha256 (hex).
+    /// `None` for no path.
+    pub fn read_merged(paths: &[&Path]) -> Result<Option<(Dataset, Vec<String>)>, DatasetError> {
+        let mut merged: Option<Dataset> = None;
+        let mut hashes = Vec::new();
+        for path in paths {
+            let bytes = std::fs::read(path).map_err(|source| DatasetError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
+            hashes.push(sha256_hex(&bytes));
+            let d = Dataset::read(path)?;
+            match &mut merged {
+                None => {
+                    let mut d = d;
+                    d.mark_cannot_run();
+                    merged = Some(d);
+                }
+                Some(base) => base.merge(d),
+            }
+        }
+        Ok(merged.map(|d| (d, hashes)))
+    }
+
     /// Reads a `.json.gz` (or plain `.json`) dataset.
     pub fn read(path: &Path) -> Result<Dataset, DatasetError> {
         let p = path.display().to_string();
@@ -338,6 +364,15 @@ impl Dataset {
             }
         }
     }
+}
+
+/// sha256 of `bytes`, hex.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

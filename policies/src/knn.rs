@@ -9,7 +9,7 @@
 //! feature squashed by `sign(x) ln(1 + |x|)` (counts and ratios on one
 //! scale) and standardised with the training records' mean and spread.
 
-use crate::train::Prepared;
+use crate::prepared::Prepared;
 use sparserl_rt::ValueType;
 
 /// How the neighbours' measured fractions of one variant are combined.

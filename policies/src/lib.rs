@@ -30,20 +30,20 @@
 #![warn(missing_docs)]
 
 pub mod dataset;
-#[cfg(feature = "train")]
 pub mod knn;
-#[cfg(feature = "train")]
 pub mod knob_pick;
 pub mod linalg;
 #[cfg(feature = "train")]
 pub mod loco;
 pub mod net;
 pub mod pick;
+pub mod prepared;
 pub mod provenance;
 pub mod spmm;
 pub mod spmm_knobs;
 pub mod spmm_model;
 pub mod spmm_records;
+pub mod spmv_records;
 #[cfg(feature = "train")]
 pub mod synthetic;
 #[cfg(feature = "train")]

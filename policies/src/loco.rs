@@ -21,7 +21,8 @@ use crate::knn::{Combine, NeighbourPick};
 use crate::knob_pick::KnobPick;
 use crate::net::{LearnedPolicy, policy_space};
 use crate::pick::PickRule;
-use crate::train::{Prepared, TrainConfig, TrainError, prepare_all, train};
+use crate::prepared::{Prepared, prepare_all};
+use crate::train::{TrainConfig, TrainError, train};
 use crate::{Policy, template_rule};
 use serde::{Deserialize, Serialize};
 use sparserl_rt::{Features, ValueType, Variant};
@@ -205,6 +206,11 @@ fn neighbour_picks(
     let unsure = |p: f64| if top_prob < p { knn } else { risk };
     let [knob, knob_nnz] = knobs.each_ref().map(|k| knob_best(k, r, runnable));
     let if_unsure = |p: f64, v: Option<Variant>| if top_prob < p { v } else { risk };
+    // The shipped switch's own code (`spmv_records::unsure_pick_with`).
+    let shipped = |p: f64| {
+        crate::spmv_records::unsure_pick_with(policy, &f, r.value, p, Some(&knobs[0]), runnable)
+            .map(|p| p.variant)
+    };
     let distance = knn_fit.mean_distance(&r.features, r.value);
     let near = |d: f64| if distance < d { knn } else { risk };
     let extra = |v: &Variant| {
@@ -232,8 +238,8 @@ fn neighbour_picks(
         world(WORLD_COPIES[0]),
         world(WORLD_COPIES[1]),
         knob,
-        if_unsure(UNSURE[0], knob),
-        if_unsure(UNSURE[1], knob),
+        shipped(UNSURE[0]),
+        shipped(UNSURE[1]),
         knob_nnz,
         if_unsure(UNSURE[1], knob_nnz),
     ]

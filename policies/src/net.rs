@@ -715,6 +715,17 @@ impl LearnedPolicy {
     pub fn predicted_gbs(&self, features: &Features, value: ValueType, variant: &Variant) -> f64 {
         self.predicted_ln_gbs(features, value, variant).exp()
     }
+
+    /// [`Self::predicted_gbs`] over the dataset's copy bandwidth, clamped to
+    /// `[1e-6, 1]` (a [`Proposal`]'s score).
+    pub fn predicted_fraction(
+        &self,
+        features: &Features,
+        value: ValueType,
+        variant: &Variant,
+    ) -> f64 {
+        (self.predicted_gbs(features, value, variant) / self.file.copy_gbs).clamp(1e-6, 1.0)
+    }
 }
 
 impl Policy for LearnedPolicy {
@@ -722,10 +733,12 @@ impl Policy for LearnedPolicy {
         "learned"
     }
 
-    /// The no-GPU pick under [`crate::pick::DEFAULT_RULE`] (weighs the
-    /// predicted loss of a miss; see [`crate::pick`]).
+    /// The no-GPU pick: [`crate::pick::DEFAULT_RULE`] (weighs the predicted
+    /// loss of a miss; see [`crate::pick`]) where the policy is sure, the
+    /// measured records' knob pick where it is not
+    /// ([`crate::spmv_records::unsure_pick`]).
     fn pick(&self, features: &Features, value: ValueType) -> Option<Proposal> {
-        self.pick_with(features, value, &crate::pick::DEFAULT_RULE, &|_| true)
+        crate::spmv_records::unsure_pick(self, features, value)
     }
 
     /// Ranks the policy space by joint probability (ties keep core-space

@@ -29,11 +29,13 @@ use crate::net::{
     STRATEGIES, VALUE_TYPES, VARIANT_ENCODING, actions_of, encode_variant, heads_used,
     network_input, policy_space, unroll_mask,
 };
+use crate::prepared::prepare;
+pub use crate::prepared::{Prepared, prepare_all};
 use crate::template_rule;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use sparserl_rt::{Features, Strategy, Variant};
+use sparserl_rt::{Features, Variant};
 use std::collections::BTreeMap;
 use tch::{Device, Kind, Tensor, nn, nn::Module, nn::OptimizerConfig};
 
@@ -288,78 +290,6 @@ pub fn joint_matrix() -> Tensor {
         }
     }
     Tensor::from_slice(&m).view([LP_WIDTH as i64, space.len() as i64])
-}
-
-/// One record prepared for training: input and per-variant rewards.
-#[derive(Debug, Clone)]
-pub struct Prepared {
-    /// Matrix name.
-    pub name: String,
-    /// Structure class.
-    pub class: String,
-    /// Value type.
-    pub value: sparserl_rt::ValueType,
-    /// Raw features.
-    pub features: Vec<f64>,
-    /// Best measured GB/s.
-    pub best: f64,
-    /// Per policy-space variant: measured reward (`gbs / best`, -1 if
-    /// incorrect, 0 for a strategy in `cannot_run`), `None` when the dataset
-    /// lacks it.
-    pub measured: Vec<Option<f64>>,
-    /// Strategies of the vocabulary this matrix has no layout for.
-    pub cannot_run: Vec<Strategy>,
-}
-
-fn prepare(ds: &Dataset, rec: &MatrixRecord) -> Option<Prepared> {
-    let index: BTreeMap<Variant, usize> = policy_space()
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| (v, i))
-        .collect();
-    // Rewards are relative to the best variant the policy can pick (the
-    // policy space); the other layout strategies (e.g. diagonal) are the
-    // search's business.
-    let best = rec
-        .results
-        .iter()
-        .filter(|r| r.3)
-        .filter(|r| {
-            ds.variants
-                .get(r.0)
-                .is_some_and(|v| index.contains_key(&v.canonical()))
-        })
-        .map(|r| r.1)
-        .fold(0.0, f64::max);
-    if best <= 0.0 || rec.features.len() != 18 {
-        return None;
-    }
-    let mut measured = vec![None; index.len()];
-    // A strategy whose layout this matrix lacks gets no kernel: reward 0,
-    // not an estimate (marked by the dataset, see `Dataset::mark_cannot_run`).
-    let cannot_run = rec.cannot_run.clone();
-    for (v, &j) in &index {
-        if cannot_run.contains(&v.strategy) {
-            measured[j] = Some(0.0);
-        }
-    }
-    for r in &rec.results {
-        let Some(v) = ds.variants.get(r.0) else {
-            continue;
-        };
-        if let Some(&j) = index.get(&v.canonical()) {
-            measured[j] = Some(if r.3 { r.1 / best } else { -1.0 });
-        }
-    }
-    Some(Prepared {
-        name: rec.name.clone(),
-        class: rec.class.clone(),
-        value: rec.value,
-        features: rec.features.clone(),
-        best,
-        measured,
-        cannot_run,
-    })
 }
 
 /// Per-epoch numbers.
@@ -1077,11 +1007,6 @@ pub fn summarize(policy: &crate::LearnedPolicy, recs: &[Prepared], _copy: f64) -
     s.cost_rmse_ln = (se / rows.max(1) as f64).sqrt();
     s.predicted_over_measured = pom / pom_n.max(1) as f64;
     s
-}
-
-/// Prepares a dataset's records (for evaluation outside [`train`]).
-pub fn prepare_all(ds: &Dataset) -> Vec<Prepared> {
-    ds.matrices.iter().filter_map(|r| prepare(ds, r)).collect()
 }
 
 /// Head names in conditioned order (for tests and reports).

@@ -30,6 +30,7 @@ mod retune;
 mod retune_spmm;
 mod spmm_loco;
 mod spmm_records;
+mod spmv_records;
 mod test;
 mod vector_ptx;
 
@@ -80,6 +81,8 @@ enum Cmd {
     PolicyLoco(policy::TrainArgs),
     /// The SpMM records a no-GPU build picks from: build them from benchmark reports, judge them.
     SpmmRecords(spmm_records::Args),
+    /// The SpMV records a no-GPU build consults where the policy is unsure: build them from the datasets.
+    SpmvRecords(spmv_records::Args),
     /// Whole iterations: CG and PageRank, ours vs cuSPARSE + cuBLAS.
     BenchApp(bench_app::Args),
     /// Check every fused-epilogue variant and CUDA-graph replay on a GPU.
@@ -114,6 +117,7 @@ fn main() -> Result<()> {
         Cmd::Coverage(a) => coverage::run(a),
         Cmd::PolicyLoco(a) => policy::loco(a),
         Cmd::SpmmRecords(a) => spmm_records::run(a),
+        Cmd::SpmvRecords(a) => spmv_records::run(a),
         Cmd::VectorPtx(a) => vector_ptx::run(a),
         Cmd::BenchApp(a) => bench_app::run(a),
         Cmd::FusedCheck(a) => bench_app::check::command(a),

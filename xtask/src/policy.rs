@@ -236,8 +236,10 @@ struct EvalRow {
     zero_shot_variant: String,
     zero_shot_gbs: Option<f64>,
     zero_shot_predicted_gbs: f64,
-    /// The no-GPU pick (risk-adjusted, `Policy::pick`), which a build
-    /// without a GPU uses, and its measured GB/s.
+    /// The risk-adjusted pick, which a build without a GPU uses where the
+    /// policy is sure (elsewhere the embedded records decide, and they hold
+    /// these matrices, so that part is judged leave-one-class-out only),
+    /// and its measured GB/s.
     no_gpu_variant: String,
     no_gpu_gbs: Option<f64>,
     /// Best measured GB/s among the first k candidates of the search (see
@@ -446,7 +448,7 @@ pub fn eval(mut args: EvalArgs) -> Result<()> {
             bail!("{}: none of the policy's proposals can run", rec.name);
         };
         let cannot = ds.infer_cannot_run(rec);
-        // What a build without a GPU uses: the risk-adjusted pick.
+        // What a build without a GPU uses where the policy is sure.
         let no_gpu = policy
             .pick_with(
                 &f,
@@ -753,7 +755,7 @@ fn markdown(args: &EvalArgs, report: &Value, rows: &[EvalRow], svg: &str) -> Str
         ("zero_shot", "policy, zero-shot pick (no search)"),
         (
             "no_gpu",
-            "policy, no-GPU pick (risk-adjusted: what a build without a GPU uses)",
+            "policy, risk-adjusted pick (a no-GPU build's where the policy is sure)",
         ),
         ("top1", "policy, top-1 (measured)"),
         (

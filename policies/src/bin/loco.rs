@@ -13,7 +13,7 @@ use clap::Parser;
 use sparserl_policies::dataset::Dataset;
 use sparserl_policies::loco::{self, LocoRecord};
 use sparserl_policies::pick::{PickRule, RiskRule};
-use sparserl_policies::train::{TrainConfig, sha256_hex};
+use sparserl_policies::train::TrainConfig;
 use std::path::PathBuf;
 
 /// Leave-one-class-out evaluation of the training pipeline.
@@ -61,24 +61,17 @@ struct Args {
 
 /// The merged dataset and the sha256 of every file read.
 fn load(args: &Args) -> Result<(Dataset, Vec<serde_json::Value>)> {
-    let mut hashes = Vec::new();
-    let mut ds: Option<Dataset> = None;
-    for p in std::iter::once(&args.dataset).chain(&args.extra_dataset) {
-        let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-        hashes.push(
-            serde_json::json!({"file": p.display().to_string(), "sha256": sha256_hex(&bytes)}),
-        );
-        let d = Dataset::read(p)?;
-        match &mut ds {
-            None => {
-                let mut d = d;
-                d.mark_cannot_run();
-                ds = Some(d);
-            }
-            Some(base) => base.merge(d),
-        }
-    }
-    Ok((ds.context("no dataset")?, hashes))
+    let paths: Vec<&std::path::Path> = std::iter::once(&args.dataset)
+        .chain(&args.extra_dataset)
+        .map(|p| p.as_path())
+        .collect();
+    let (ds, hashes) = Dataset::read_merged(&paths)?.context("no dataset")?;
+    let hashes = paths
+        .iter()
+        .zip(hashes)
+        .map(|(p, h)| serde_json::json!({"file": p.display().to_string(), "sha256": h}))
+        .collect();
+    Ok((ds, hashes))
 }
 
 /// The records of `path` (an earlier report) for the seeds asked for.

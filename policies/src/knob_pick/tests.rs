@@ -1,7 +1,7 @@
 //! Tests of the knob pick.
 
 use super::*;
-use crate::train::Prepared;
+use crate::prepared::Prepared;
 
 /// A record measuring only the first `measured` policy-space variants,
 /// variant 1 at 1.0 and the others at 0.5.

@@ -288,7 +288,7 @@ fn cache_key(
         ),
         _ => format!(
             "policy:{policy_version}:{}",
-            sparserl_policies::pick::rule_id(&sparserl_policies::pick::DEFAULT_RULE)
+            sparserl_policies::spmv_records::unsure_rule_id()
         ),
     };
     let mut key = KeyBuilder::new();
@@ -384,7 +384,8 @@ fn measure(
 }
 
 /// The policy's no-GPU pick (`Policy::pick`: the learned policy's
-/// risk-adjusted rule), in the numbering the descriptor asks for; the
+/// risk-adjusted rule where it is sure, the measured records' knob pick
+/// where it is not), in the numbering the descriptor asks for; the
 /// fallback (a warning) when it has none.
 fn policy_pick(run: &Setup, log: &Log, decl: &KernelDecl, first: &Features) -> Choice {
     let policy = run.policy.policy.as_ref();
