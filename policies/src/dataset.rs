@@ -182,7 +182,7 @@ impl Dataset {
                 path: path.display().to_string(),
                 source,
             })?;
-            hashes.push(sha256_hex(&bytes));
+            hashes.push(crate::provenance::sha256_hex(&bytes));
             let d = Dataset::read(path)?;
             match &mut merged {
                 None => {
@@ -366,15 +366,6 @@ impl Dataset {
     }
 }
 
-/// sha256 of `bytes`, hex.
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,6 +482,42 @@ mod tests {
         assert_eq!(back, ds());
         assert_eq!(back.matrices[0].best_gbs(), 100.0);
         assert_eq!(back.matrices[0].gbs_of(1), 0.0);
+    }
+
+    #[test]
+    fn read_merged_merges_files_in_order_with_their_hashes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut b = ds();
+        b.variants = vec![Variant::of(Strategy::GroupPerRow)];
+        b.matrices[0].results = vec![(0, 300.0, 0.0, true)];
+        let paths: Vec<std::path::PathBuf> = [ds(), b]
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let p = dir.path().join(format!("d{i}.json"));
+                std::fs::write(&p, serde_json::to_string(d).expect("json")).expect("write");
+                p
+            })
+            .collect();
+        let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+        let (merged, hashes) = Dataset::read_merged(&refs).expect("reads").expect("some");
+        let mut expected = ds();
+        expected.mark_cannot_run();
+        let mut second = ds();
+        second.variants = vec![Variant::of(Strategy::GroupPerRow)];
+        second.matrices[0].results = vec![(0, 300.0, 0.0, true)];
+        expected.merge(second);
+        assert_eq!(merged, expected);
+        assert_eq!(hashes.len(), 2);
+        assert!(hashes.iter().all(|h| h.len() == 64));
+        assert!(
+            Dataset::read_merged(&[])
+                .expect("nothing to read")
+                .is_none()
+        );
+        let missing = dir.path().join("missing.json");
+        let err = Dataset::read_merged(&[missing.as_path()]).expect_err("no file");
+        assert!(err.to_string().contains("missing.json"), "{err}");
     }
 
     #[test]

@@ -1012,11 +1012,4 @@ pub fn summarize(policy: &crate::LearnedPolicy, recs: &[Prepared], _copy: f64) -
 /// Head names in conditioned order (for tests and reports).
 pub const CONDITIONED_HEADS: [&str; HEADS] = HEAD_NAMES;
 
-/// sha256 of bytes, hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use crate::provenance::sha256_hex;

@@ -9,7 +9,7 @@
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use sparserl_policies::dataset::Dataset;
-use sparserl_policies::train::{SplitSummary, TrainConfig, sha256_hex, train};
+use sparserl_policies::train::{SplitSummary, TrainConfig, train};
 use std::path::PathBuf;
 
 /// Train a SparseRL policy (REINFORCE with a learned baseline) on a dataset.
@@ -92,20 +92,20 @@ fn load_dataset(args: &Args) -> Result<(Dataset, String, Vec<serde_json::Value>)
     let mut extra_hashes = Vec::new();
     let (ds, sha) = match (&args.dataset, args.synthetic) {
         (Some(p), _) => {
-            let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-            let mut ds = Dataset::read(p)?;
-            // One sweep's own records say which matrices lack a layout.
-            ds.mark_cannot_run();
-            for e in &args.extra_dataset {
-                let extra_bytes =
-                    std::fs::read(e).with_context(|| format!("reading {}", e.display()))?;
-                extra_hashes.push(serde_json::json!({
-                    "file": e.display().to_string(),
-                    "sha256": sha256_hex(&extra_bytes),
-                }));
-                ds.merge(Dataset::read(e)?);
-            }
-            (ds, sha256_hex(&bytes))
+            // The first file's own records say which matrices lack a layout.
+            let paths: Vec<&std::path::Path> = std::iter::once(p)
+                .chain(&args.extra_dataset)
+                .map(|p| p.as_path())
+                .collect();
+            let (ds, hashes) = Dataset::read_merged(&paths)?.context("no dataset")?;
+            let (sha, extra) = hashes.split_first().context("no dataset hash")?;
+            extra_hashes = args
+                .extra_dataset
+                .iter()
+                .zip(extra)
+                .map(|(e, h)| serde_json::json!({"file": e.display().to_string(), "sha256": h}))
+                .collect();
+            (ds, sha.clone())
         }
         (None, Some(seed)) => (
             sparserl_policies::synthetic::dataset(seed, 12),
