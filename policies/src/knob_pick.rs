@@ -100,6 +100,26 @@ impl<'k, 'a> KnobPick<'k, 'a> {
             })
             .collect()
     }
+
+    /// The index (as [`policy_space`]) of the `runnable` variant with the
+    /// best [`Self::scores`] (the first on ties), if any is scored.
+    pub fn best(
+        &self,
+        features: &[f64],
+        value: ValueType,
+        runnable: &dyn Fn(&sparserl_rt::Variant) -> bool,
+    ) -> Option<usize> {
+        let space = policy_space();
+        let scores = self.scores(features, value);
+        (0..space.len())
+            .filter(|&j| runnable(&space[j]))
+            .filter_map(|j| scores[j].map(|x| (j, x)))
+            .fold(None::<(usize, f64)>, |b, (j, x)| match b {
+                Some((_, y)) if y >= x => b,
+                _ => Some((j, x)),
+            })
+            .map(|(j, _)| j)
+    }
 }
 
 #[cfg(test)]

@@ -205,10 +205,9 @@ fn neighbour_picks(
         .fold(0.0, f64::max);
     let unsure = |p: f64| if top_prob < p { knn } else { risk };
     let [knob, knob_nnz] = knobs.each_ref().map(|k| knob_best(k, r, runnable));
-    let if_unsure = |p: f64, v: Option<Variant>| if top_prob < p { v } else { risk };
     // The shipped switch's own code (`spmv_records::unsure_pick_with`).
-    let shipped = |p: f64| {
-        crate::spmv_records::unsure_pick_with(policy, &f, r.value, p, Some(&knobs[0]), runnable)
+    let shipped = |p: f64, k: &KnobPick<'_, '_>| {
+        crate::spmv_records::unsure_pick_with(policy, &f, r.value, p, Some(k), runnable)
             .map(|p| p.variant)
     };
     let distance = knn_fit.mean_distance(&r.features, r.value);
@@ -238,10 +237,10 @@ fn neighbour_picks(
         world(WORLD_COPIES[0]),
         world(WORLD_COPIES[1]),
         knob,
-        shipped(UNSURE[0]),
-        shipped(UNSURE[1]),
+        shipped(UNSURE[0], &knobs[0]),
+        shipped(UNSURE[1], &knobs[0]),
         knob_nnz,
-        if_unsure(UNSURE[1], knob_nnz),
+        shipped(UNSURE[1], &knobs[1]),
     ]
 }
 
@@ -251,16 +250,8 @@ fn knob_best(
     r: &Prepared,
     runnable: &dyn Fn(&Variant) -> bool,
 ) -> Option<Variant> {
-    let space = policy_space();
-    let scores = pick.scores(&r.features, r.value);
-    (0..space.len())
-        .filter(|&j| runnable(&space[j]))
-        .filter_map(|j| scores[j].map(|x| (j, x)))
-        .fold(None::<(usize, f64)>, |b, (j, x)| match b {
-            Some((_, y)) if y >= x => b,
-            _ => Some((j, x)),
-        })
-        .map(|(j, _)| space[j])
+    pick.best(&r.features, r.value, runnable)
+        .map(|j| policy_space()[j])
 }
 
 /// [`FIRST_K`] candidates: the nearest records' best [`KNN_LEAD`] of

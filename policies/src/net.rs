@@ -724,7 +724,12 @@ impl LearnedPolicy {
         value: ValueType,
         variant: &Variant,
     ) -> f64 {
-        (self.predicted_gbs(features, value, variant) / self.file.copy_gbs).clamp(1e-6, 1.0)
+        self.copy_fraction(self.predicted_gbs(features, value, variant))
+    }
+
+    /// `gbs` over the dataset's copy bandwidth, clamped to `[1e-6, 1]`.
+    fn copy_fraction(&self, gbs: f64) -> f64 {
+        (gbs / self.file.copy_gbs).clamp(1e-6, 1.0)
     }
 }
 
@@ -755,7 +760,7 @@ impl Policy for LearnedPolicy {
                     (self.file.cost_mean + self.file.cost_std * self.cost_raw(&x, &variant)).exp();
                 Proposal {
                     variant,
-                    score: (gbs / self.file.copy_gbs).clamp(1e-6, 1.0),
+                    score: self.copy_fraction(gbs),
                 }
             })
             .collect()

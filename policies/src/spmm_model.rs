@@ -257,17 +257,20 @@ impl<'a> SpmmModel<'a> {
             .iter()
             .copied()
             .chain(self.width_index())
-            .filter(|&d| d < vector.len())
+            .filter(|&d| d < vector.len() && d < self.mean.len())
             .collect();
         dims.dedup();
-        let pick = |x: &[f64]| dims.iter().map(|&d| x[d]).collect::<Vec<f64>>();
-        let scale = pick(&self.scale);
-        let q = pick(vector);
+        let distance = |x: &[f64]| {
+            dims.iter()
+                .map(|&d| ((x[d] - vector[d]) / self.scale[d]).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        };
         let mut near: Vec<(f64, usize)> = self
             .pool
             .iter()
             .enumerate()
-            .map(|(i, r)| (distance(&pick(&r.vector), &q, &scale), i))
+            .map(|(i, r)| (distance(&r.vector), i))
             .collect();
         near.sort_by(|a, b| a.0.total_cmp(&b.0));
         near

@@ -208,20 +208,14 @@ pub fn unsure_pick_with(
     let Some(knobs) = knobs.filter(|_| top < below) else {
         return risk();
     };
-    let space = policy_space();
-    let scores = knobs.scores(&features.to_vec(), value);
-    let best = (0..space.len())
-        .filter(|&j| runnable(&space[j]))
-        .filter_map(|j| scores[j].map(|s| (j, s)))
-        .fold(None::<(usize, f64)>, |b, (j, s)| match b {
-            Some((_, t)) if t >= s => b,
-            _ => Some((j, s)),
-        });
-    match best {
-        Some((j, _)) => Some(Proposal {
-            variant: space[j],
-            score: policy.predicted_fraction(features, value, &space[j]),
-        }),
+    match knobs.best(&features.to_vec(), value, runnable) {
+        Some(j) => {
+            let variant = policy_space()[j];
+            Some(Proposal {
+                variant,
+                score: policy.predicted_fraction(features, value, &variant),
+            })
+        }
         None => risk(),
     }
 }
