@@ -518,7 +518,8 @@ pub(crate) fn spmm_with_spec<T: Scalar>(
     if numbering == Numbering::User && ops.a.renumbering() != crate::reorder::Reorder::None {
         return Err(RtError::InvalidArgument(
             "SpMM of a renumbered matrix takes X and Y in its stored order: call it with \
-             `a.internal()` and permute the rows of X and Y yourself"
+             `a.internal()`, X put in that order by `a.dense_to_internal`, and Y put back \
+             by `a.dense_to_user`"
                 .into(),
         ));
     }
