@@ -13,7 +13,7 @@ use sparserl_rt::spmm::{SpmmStrategy, SpmmVariant, spmm_space};
 use sparserl_rt::{Features, ValueType};
 
 /// Version of the SpMM prior (part of SpMM cache keys).
-pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-6";
+pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-7";
 
 /// Lanes an H200-class GPU keeps busy at once (132 SMs x 2048 threads).
 const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
@@ -85,10 +85,11 @@ pub fn spmm_prior_for(
 /// batches of X-row loads in flight), col-tile
 /// `ceil(max_row / (g unroll)) tile / min(tile, 4)` (row-major; batches of
 /// `unroll` nonzeros in flight, spmm-prior-6), nnz-split the sum of
-/// `32 items coarsen / min(unroll, g)`, `2 min(32 items / m, 32 items)` and
+/// `range coarsen / min(unroll, g)`, `2 min(range / m, range)` and
 /// `log2(rows) / log2(g)` (the range walked one nonzero at a time with that
 /// many loads in flight, a dependent row-pointer load per row boundary, the
-/// first row's `g`-way search by the stream's lanes).
+/// first row's `g`-way search by the stream's lanes; the range is `32 items
+/// / sub` nonzeros, spmm-prior-7).
 ///
 /// A critical-path step is a dependent load, about [`LOADED_LATENCY_US`]
 /// on a busy device, while a throughput step (every lane loading one
@@ -139,7 +140,7 @@ pub fn spmm_prior_score(
             )
         }
         SpmmStrategy::NnzSplit => {
-            let items = f64::from(v.items);
+            let items = f64::from(v.range()) / 32.0;
             let atomics = 1.0 / (1.0 + 0.3 * (m / (32.0 * items)).min(4.0));
             // A stream's lanes walk the range's 32 items nonzeros one at a
             // time (coarsen loads each), min(unroll, g) loads in flight; each

@@ -1,6 +1,6 @@
 // ---- spmm_nnz_split.cu: CSR SpMM, nonzero-balanced streams over column chunks ----
 //
-// A work item is one range of W = 32 * ITEMS consecutive nonzeros and one
+// A work item is one range of W = 32 * ITEMS / SUB consecutive nonzeros and one
 // chunk of GROUP * V * COARSEN columns; items are spread over streams of
 // GROUP lanes (32 / GROUP streams per warp: narrow widths keep every lane
 // busy) with a grid-stride loop, so a hub row of a power-law graph is
@@ -36,7 +36,12 @@
 #ifndef SPARSERL_SPMM_NNZ_SPLIT_BODY
 #define SPARSERL_SPMM_NNZ_SPLIT_BODY
 
-#define SPMM_RANGE (32 * ITEMS)
+#if SUB != 1 && (SUB != 2 && SUB != 4 || ITEMS != 1)
+#error "SUB must be 1, or 2 or 4 with ITEMS 1"
+#endif
+
+// Nonzeros per range: 32 ITEMS, or 16 / 8 (SUB 2 / 4 with ITEMS 1).
+#define SPMM_RANGE (32 * ITEMS / SUB)
 
 // Nonzeros whose X rows a stream loads before using any: UNROLL, at most GROUP.
 #define SPMM_NS_PF (UNROLL < GROUP ? UNROLL : GROUP)

@@ -134,6 +134,7 @@ fn push_header(
         ("COARSEN", v.coarsen.to_string()),
         ("TILE_K", v.tile.to_string()),
         ("ITEMS", v.items.to_string()),
+        ("SUB", v.sub.to_string()),
         ("UNROLL", v.unroll.to_string()),
         ("SPMM_LDG", u8::from(v.ldg_x).to_string()),
         (

@@ -374,8 +374,8 @@ pub fn search_head(list: &[SpmmVariant], k: usize) -> Vec<SpmmVariant> {
 }
 
 /// The variants of `list` that differ from `v` in one knob (same strategy:
-/// block, group, vector width, coarsening, tile, items, unroll or the load
-/// path), in `list`'s order.
+/// block, group, vector width, coarsening, tile, items, range cut, unroll
+/// or the load path), in `list`'s order.
 pub fn neighbors(v: &SpmmVariant, list: &[SpmmVariant]) -> Vec<SpmmVariant> {
     let v = v.canonical();
     let knobs = |u: &SpmmVariant| {
@@ -387,6 +387,7 @@ pub fn neighbors(v: &SpmmVariant, list: &[SpmmVariant]) -> Vec<SpmmVariant> {
             u.coarsen,
             u.tile,
             u.items,
+            u.sub,
             u.unroll,
             u32::from(u.ldg_x),
         ]

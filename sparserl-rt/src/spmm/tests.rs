@@ -71,6 +71,51 @@ fn bad_ids_and_parameters_are_errors() {
 }
 
 #[test]
+fn short_ranges_have_their_own_ids() {
+    let v = SpmmVariant::parse("nnz-split.b256.g8.r8.v2.c2.u4.ldg").unwrap();
+    assert_eq!((v.items, v.sub, v.range(), v.group), (1, 4, 8, 8));
+    assert_eq!(v.id(), "nnz-split.b256.g8.r8.v2.c2.u4.ldg");
+    let v = SpmmVariant::parse("nnz-split.b256.r16.v1.c1.u1").unwrap();
+    assert_eq!((v.sub, v.range()), (2, 16));
+    // 32 is `i1`; 4 is too short; longer ranges are not cut.
+    for bad in [
+        "nnz-split.b256.r32.v1.c1.u1",
+        "nnz-split.b256.r4.v1.c1.u1",
+        "nnz-split.b256.r0.v1.c1.u1",
+    ] {
+        assert!(SpmmVariant::parse(bad).is_err(), "{bad}");
+    }
+    let cut_long = SpmmVariant {
+        items: 4,
+        sub: 2,
+        ..SpmmVariant::FALLBACK
+    };
+    assert_eq!(cut_long.canonical().sub, 1);
+    // Ignored by the other families.
+    let rw = SpmmVariant {
+        sub: 4,
+        ..SpmmVariant::of(SpmmStrategy::RowWarp)
+    };
+    assert_eq!(rw.canonical().sub, 1);
+    // Every space has them, with one id per point and a grid over 8-nonzero ranges.
+    for layout in DenseLayout::ALL {
+        let space = spmm_space(32, layout);
+        let short: Vec<_> = space.iter().filter(|v| v.sub > 1).collect();
+        assert!(short.iter().any(|v| v.range() == 8) && short.iter().any(|v| v.range() == 16));
+        for v in short {
+            assert_eq!(SpmmVariant::parse(&v.id()).unwrap(), *v);
+        }
+    }
+    let r8 = SpmmVariant {
+        items: 1,
+        sub: 4,
+        ..SpmmVariant::FALLBACK
+    };
+    // 800 nonzeros in ranges of 8, one chunk of 32 columns, 32 lanes each.
+    assert_eq!(r8.grid((100, 100, 800, 32)), 13);
+}
+
+#[test]
 fn entry_names_are_identifiers_and_distinct() {
     let mut names = HashSet::new();
     for layout in DenseLayout::ALL {
@@ -347,6 +392,7 @@ proptest::proptest! {
         coarsen in 0u32..4,
         tile in 0u32..6,
         items in 0u32..80,
+        sub in 0u32..4,
         unroll in 0u32..5,
         ldg in proptest::bool::ANY,
     ) {
@@ -358,6 +404,7 @@ proptest::proptest! {
             coarsen: 1 << coarsen,
             tile: 1 << tile,
             items,
+            sub: 1 << sub,
             unroll: 1 << unroll,
             ldg_x: ldg,
         };

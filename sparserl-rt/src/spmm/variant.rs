@@ -130,6 +130,11 @@ pub struct SpmmVariant {
     pub tile: u32,
     /// Nonzeros per lane of a warp range (nnz-split: 1..=64; others 1).
     pub items: u32,
+    /// Shorter ranges (nnz-split with `items` 1: the 32 nonzeros of a range
+    /// cut into `sub` ranges of `32 / sub`, 1, 2 or 4: more streams and a
+    /// shorter serial walk for small matrices of short rows; else 1).
+    #[serde(default = "one")]
+    pub sub: u32,
     /// Unroll factor of the nonzero loop (1, 2, 4, 8): row-warp keeps this
     /// many X rows in flight per lane (a step covers `max(group, unroll)`
     /// nonzeros), nnz-split `min(unroll, group)`.
@@ -164,6 +169,9 @@ pub enum SpmmVariantError {
     /// The nonzeros per warp step.
     #[error("items {0} is not in 1..=64")]
     Items(u32),
+    /// The range cut.
+    #[error("sub {0} is not one of 1, 2, 4")]
+    Sub(u32),
     /// The unroll factor.
     #[error("unroll {0} is not one of 1, 2, 4, 8")]
     Unroll(u32),
@@ -215,6 +223,7 @@ impl SpmmVariant {
             coarsen: 1,
             tile: 1,
             items: 1,
+            sub: 1,
             unroll: 1,
             ldg_x: true,
         };
@@ -240,14 +249,19 @@ impl SpmmVariant {
             SpmmStrategy::RowWarp => {
                 v.tile = 1;
                 v.items = 1;
+                v.sub = 1;
             }
             SpmmStrategy::NnzSplit => {
                 v.tile = 1;
+                if v.items != 1 {
+                    v.sub = 1;
+                }
             }
             SpmmStrategy::ColTile => {
                 v.vec = 1;
                 v.coarsen = 1;
                 v.items = 1;
+                v.sub = 1;
             }
         }
         v
@@ -284,6 +298,9 @@ impl SpmmVariant {
         if !(1..=64).contains(&v.items) {
             return Err(SpmmVariantError::Items(v.items));
         }
+        if ![1, 2, 4].contains(&v.sub) {
+            return Err(SpmmVariantError::Sub(v.sub));
+        }
         if ![1, 2, 4, 8].contains(&v.unroll) {
             return Err(SpmmVariantError::Unroll(v.unroll));
         }
@@ -300,9 +317,16 @@ impl SpmmVariant {
         Ok(())
     }
 
+    /// Nonzeros per range of an nnz-split variant (`32 items / sub`).
+    pub const fn range(&self) -> u32 {
+        let v = self.canonical();
+        32 * v.items / v.sub
+    }
+
     /// A short stable identifier, e.g. `row-warp.b256.g8.v4.c2.u2.ldg`
     /// (nnz-split: `.g<group>` only when the group is not 32, so ids of
-    /// whole-warp streams read as they always did).
+    /// whole-warp streams read as they always did; `.r<range>` instead of
+    /// `.i1` for ranges shorter than 32 nonzeros).
     pub fn id(&self) -> String {
         let v = self.canonical();
         let mut s = format!("{}.b{}", v.strategy.as_str(), v.block);
@@ -314,7 +338,12 @@ impl SpmmVariant {
                 if v.group != 32 {
                     s += &format!(".g{}", v.group);
                 }
-                s += &format!(".i{}.v{}.c{}", v.items, v.vec, v.coarsen);
+                if v.sub > 1 {
+                    s += &format!(".r{}", v.range());
+                } else {
+                    s += &format!(".i{}", v.items);
+                }
+                s += &format!(".v{}.c{}", v.vec, v.coarsen);
             }
             SpmmStrategy::ColTile => s += &format!(".g{}.k{}", v.group, v.tile),
         }
@@ -357,6 +386,11 @@ impl SpmmVariant {
                 "c" => v.coarsen = num,
                 "k" => v.tile = num,
                 "i" => v.items = num,
+                // A range of 16 or 8 nonzeros: items 1 cut in 2 or 4.
+                "r" if num > 0 && 32 % num == 0 => {
+                    v.items = 1;
+                    v.sub = 32 / num;
+                }
                 "u" => v.unroll = num,
                 _ => {
                     return Err(SpmmVariantError::UnknownPart {
@@ -421,7 +455,7 @@ impl SpmmVariant {
                 (rows.max(1) as u128) * chunks as u128 * v.group as u128
             }
             SpmmStrategy::NnzSplit => {
-                let ranges = nnz.div_ceil(32 * v.items as usize).max(1);
+                let ranges = nnz.div_ceil(v.range() as usize).max(1);
                 ranges as u128 * chunks as u128 * v.group as u128
             }
         };
@@ -450,6 +484,10 @@ impl FromStr for SpmmVariant {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         SpmmVariant::parse(s)
     }
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Compulsory bytes of one SpMM `Y = A X` with `n` columns and values of
@@ -504,14 +542,20 @@ fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<Spm
 /// small matrices enough warps and a short serial walk); for widths up to 64, streams of `group` in {4, 8, 16}
 /// lanes whose chunk is exactly max(np, 4) (no idle lanes; `32 / group`
 /// streams per warp, with `items` 1 too: ranges of 32 nonzeros, more warps
-/// for small matrices).
+/// for small matrices). Every point of `items` 1 also comes with ranges of
+/// 16 and 8 nonzeros (`sub` 2, 4): on the small real matrices the shortest
+/// range measured was the fastest, typically about twice as fast as ranges
+/// of 128, because the stream's serial walk is what a latency-bound launch
+/// waits for.
 fn nnz_split_points(np: u32, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
     let mut push = |group, items, vec, coarsen| {
+        let subs: &[u32] = if items == 1 { &[1, 2, 4] } else { &[1] };
         // Unroll: X rows of 1 or 4 nonzeros loaded before any is used.
-        for unroll in [1, 4] {
+        for (&sub, unroll) in subs.iter().flat_map(|s| [(s, 1), (s, 4)]) {
             out.push(SpmmVariant {
                 group,
                 items,
+                sub,
                 vec,
                 coarsen,
                 unroll,
