@@ -104,10 +104,19 @@ pub const RULE_GRID: [PickRule; 20] = {
     ]
 };
 
-/// The rule of the no-GPU pick: the one of [`RULE_GRID`] that
-/// leave-one-class-out over all committed records ranks first (`cargo
-/// xtask spmm-records loco` prints it).
-pub const PICK_RULE: PickRule = RULE_GRID[17];
+/// The rule of the no-GPU pick for a value type and dense layout: the one
+/// of [`RULE_GRID`] that leave-one-class-out over all committed records of
+/// that value type and layout ranks first (`cargo xtask spmm-records loco`
+/// prints them; a rule per value type and layout since `spmm-blend-5`).
+/// Value types and layouts without records rank nothing (the prior's pick
+/// applies), so their rule is only a default.
+pub const fn pick_rule(value: ValueType, layout: DenseLayout) -> PickRule {
+    match (value, layout) {
+        (ValueType::F32, DenseLayout::RowMajor) => RULE_GRID[19],
+        (ValueType::F32, DenseLayout::ColMajor) => RULE_GRID[10],
+        _ => RULE_GRID[17],
+    }
+}
 
 /// Ridge penalty on the standardised features (not on the intercept).
 pub const RIDGE_PENALTY: f64 = 10.0;

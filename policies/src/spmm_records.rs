@@ -13,7 +13,7 @@
 //! leave-one-class-out evaluation (`cargo xtask spmm-records loco`) judges
 //! the pick against the prior on the same cases.
 
-use crate::spmm_model::{PICK_RULE, SpmmModel};
+use crate::spmm_model::{SpmmModel, pick_rule};
 use flate2::read::GzDecoder;
 use serde::{Deserialize, Serialize};
 use sparserl_rt::dense::DenseLayout;
@@ -24,7 +24,7 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// Version of the record pick (part of SpMM cache keys with the prior's).
-pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-4";
+pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-5";
 
 /// Nearest records among which a variant must gather [`MIN_VOTES`].
 pub const NEIGHBOURS: usize = 8;
@@ -164,7 +164,7 @@ impl SpmmRecords {
             .any(|r| r.value == value && r.layout == layout)
     }
 
-    /// The variants of `space` ranked by [`PICK_RULE`] over the records of
+    /// The variants of `space` ranked by [`pick_rule`] over the records of
     /// `value` and `layout` (see [`SpmmModel::rank`]), best first. Records
     /// of class `exclude` are left out (leave-one-class-out). Empty when no
     /// record applies.
@@ -188,7 +188,7 @@ impl SpmmRecords {
         if model.is_empty() {
             return Vec::new();
         }
-        model.rank(vector, space, PICK_RULE)
+        model.rank(vector, space, pick_rule(value, layout))
     }
 }
 

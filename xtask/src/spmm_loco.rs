@@ -4,11 +4,11 @@
 //! the analytic prior's first variant, on the fraction of the case's fastest
 //! measured time each reached. Written as JSON and Markdown.
 
-use crate::spmm_records::{Judged, choose_rule, judge};
+use crate::spmm_records::{Judged, choose_rules, judge};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use sparserl_policies::SpmmRecords;
-use sparserl_policies::spmm_model::{PICK_RULE, RULE_GRID};
+use sparserl_policies::spmm_model::{PickRule, RULE_GRID, pick_rule};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -85,9 +85,9 @@ pub struct Report {
     pub source: Vec<String>,
     /// How the figures are made.
     pub method: String,
-    /// The rule a leave-one-class-out over every class chooses (the no-GPU
-    /// pick's).
-    pub rule: String,
+    /// Per value type and layout, the rule a leave-one-class-out over every
+    /// class chooses (the no-GPU pick's).
+    pub rules: BTreeMap<String, String>,
     /// Per value type and layout.
     pub summary: BTreeMap<String, Group>,
     /// Per value type and layout, per class.
@@ -112,8 +112,9 @@ with the 16 nearest and the knob regression (ridge and knob shares 0 and 1/4, 1/
 1/4, 1/4 and 1/2) also rank a variant too few of the nearest measured where 3 of the 8 records \
 nearest in size alone (log rows, columns, nonzeros and log2 N) did, with those records' mean (size \
 votes). Which of these 20 rules picks a held-out \
-class's cases is chosen by a leave-one-class-out over the other classes only (nested: the held-out \
-class never decides it); the no-GPU pick uses the rule the same selection chooses over every class. \
+class's cases is chosen, apart for each value type and layout, by a leave-one-class-out over the \
+other classes only (nested: the held-out class never decides it); the no-GPU pick uses, for each \
+value type and layout, the rule the same selection chooses over every class. \
 The former rule is the 8 nearest, equal weights, no regression, not nested. A pick's figure is its \
 fraction of the case's fastest time among the variants the benchmark's search measured (not the \
 whole space); a pick the search did not measure has no figure and is counted apart. The prior's \
@@ -123,14 +124,19 @@ pick is the first variant of the analytic prior in the run that measured the cas
 pub fn run(records: &Path, out: &Path) -> Result<()> {
     let bytes = std::fs::read(records).with_context(|| format!("reading {}", records.display()))?;
     let all = SpmmRecords::from_gz(&bytes)?;
-    let rule = choose_rule(&all, None);
-    println!(
-        "rule chosen over every class: {} (the no-GPU pick's: {})",
-        rule.name(),
-        PICK_RULE.name()
-    );
-    if rule != PICK_RULE {
-        eprintln!("warning: the chosen rule is not the no-GPU pick's PICK_RULE");
+    let mut rules: BTreeMap<String, String> = BTreeMap::new();
+    for ((value, layout), rule) in choose_rules(&all, None) {
+        let key = format!("{value} {}", layout.as_str());
+        let shipped = pick_rule(value, layout);
+        println!(
+            "rule chosen over every class ({key}): {} (the no-GPU pick's: {})",
+            rule.name(),
+            shipped.name()
+        );
+        if rule != shipped {
+            eprintln!("warning: the chosen rule of {key} is not the no-GPU pick's pick_rule");
+        }
+        rules.insert(key, rule.name());
     }
     let judged = judge(&all);
     let mut by_key: BTreeMap<String, Vec<&Judged>> = BTreeMap::new();
@@ -155,7 +161,7 @@ pub fn run(records: &Path, out: &Path) -> Result<()> {
     let report = Report {
         source: all.source.clone(),
         method: METHOD.into(),
-        rule: rule.name(),
+        rules,
         summary,
         classes,
         cases: judged.clone(),
@@ -246,9 +252,8 @@ fn worst(per: &BTreeMap<String, Group>, fig: impl Fn(&Group) -> Option<f64>) -> 
     w.join(", ")
 }
 
-fn markdown(r: &Report) -> String {
-    let mut s = String::from("# SpMM no-GPU pick, leave-one-class-out (H200 measurements)\n\n");
-    let p = PICK_RULE;
+/// What a rule does, in a sentence.
+fn prose(p: &PickRule) -> String {
     let weights = if p.rank_weighted {
         "the i-th weighing 1/(1+i)"
     } else {
@@ -269,16 +274,29 @@ fn markdown(r: &Report) -> String {
     } else {
         ""
     };
-    s += &format!(
-        "The no-GPU pick's rule: `{}`: the {} nearest records of the value type and layout, \
-         {weights}, give a variant their mean fraction of the fastest; its score is {} times the \
-         ridge-predicted log fraction plus {} times the log of that mean{knobs}; a variant needs \
-         3 of the 8 nearest records to have measured it{votes}. The former rule (`{}`) ranked by the 8 \
-         nearest records' mean alone.\n\n",
-        r.rule,
+    format!(
+        "the {} nearest records of the value type and layout, {weights}, give a variant their \
+         mean fraction of the fastest; its score is {} times the ridge-predicted log fraction \
+         plus {} times the log of that mean{knobs}; a variant needs 3 of the 8 nearest records \
+         to have measured it{votes}.",
         p.neighbours,
         p.ridge_share,
         1.0 - p.ridge_share,
+    )
+}
+
+fn markdown(r: &Report) -> String {
+    let mut s = String::from("# SpMM no-GPU pick, leave-one-class-out (H200 measurements)\n\n");
+    for (key, name) in &r.rules {
+        if let Some(p) = RULE_GRID.iter().find(|p| p.name() == *name) {
+            s += &format!(
+                "The no-GPU pick's rule for {key}: `{name}`: {}\n\n",
+                prose(p)
+            );
+        }
+    }
+    s += &format!(
+        "The former rule (`{}`) ranked by the 8 nearest records' mean alone.\n\n",
         RULE_GRID[0].name()
     );
     s += &format!("{}\n\nRecords: {}.\n\n", r.method, r.source.join("; "));

@@ -94,7 +94,11 @@ fn a_blend_needs_a_fitted_regression_and_the_grid_holds_the_rule() {
     let m = SpmmModel::fit(&r, ValueType::F32, DenseLayout::RowMajor, 1, &[]);
     assert_eq!(m.rank(&[0.0], &space, rule(8, false, 0.0)).len(), 2);
     assert!(m.rank(&[0.0], &space, rule(8, false, 0.5)).is_empty());
-    assert!(RULE_GRID.contains(&PICK_RULE));
+    for value in ValueType::ALL {
+        for layout in DenseLayout::ALL {
+            assert!(RULE_GRID.contains(&pick_rule(value, layout)));
+        }
+    }
     assert_eq!(RULE_GRID[0], rule(NEIGHBOURS, false, 0.0));
 }
 

@@ -73,7 +73,8 @@ fn the_nearest_records_decide() {
     assert!(near[1].1 < near[0].1 - 0.3, "{}", near[1].1);
     // The ranking is the model's under the rule.
     let model = SpmmModel::fit(&r, ValueType::F32, DenseLayout::RowMajor, 2, &[]);
-    assert_eq!(near, model.rank(&[0.0, 0.0], &space, PICK_RULE));
+    let rule = pick_rule(ValueType::F32, DenseLayout::RowMajor);
+    assert_eq!(near, model.rank(&[0.0, 0.0], &space, rule));
 }
 
 #[test]
