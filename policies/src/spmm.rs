@@ -140,14 +140,13 @@ pub fn spmm_prior_score(
             )
         }
         SpmmStrategy::NnzSplit => {
-            let items = f64::from(v.range()) / 32.0;
-            let atomics = 1.0 / (1.0 + 0.3 * (m / (32.0 * items)).min(4.0));
-            // A stream's lanes walk the range's 32 items nonzeros one at a
+            let range = f64::from(v.range());
+            let atomics = 1.0 / (1.0 + 0.3 * (m / range).min(4.0));
+            // A stream's lanes walk the range's nonzeros one at a
             // time (coarsen loads each), min(unroll, g) loads in flight; each
             // row boundary inside the range is a dependent load of the row
             // pointers (2 steps); finding the first row is a binary search
             // (a g-way search of the stream's lanes: log_g(rows) rounds).
-            let range = 32.0 * items;
             let in_flight = f64::from(v.unroll.min(v.group).max(1));
             let search = f.rows.max(2.0).log2() / g.log2().max(1.0);
             (
