@@ -30,6 +30,8 @@
 #![warn(missing_docs)]
 
 pub mod dataset;
+pub mod forest;
+pub mod forest_pick;
 pub mod knn;
 pub mod knob_pick;
 pub mod linalg;

@@ -17,6 +17,8 @@
 //! their compulsory bytes against [`LARGE_BYTES`] (the H200's 60 MB L2).
 
 use crate::dataset::{Dataset, MatrixRecord};
+use crate::forest::DEFAULT_FOREST;
+use crate::forest_pick::{ForestPick, best_of as best_index};
 use crate::knn::{Combine, NeighbourPick};
 use crate::knob_pick::KnobPick;
 use crate::net::{LearnedPolicy, policy_space};
@@ -62,8 +64,14 @@ pub const NEIGHBOURS: usize = 8;
 /// variants' knobs ([`crate::knob_pick`]), `unsure<P>-knob16` that pick
 /// when the learned policy's most probable variant has probability below P,
 /// else the default rule's; `-nnz` the same with the knob regression's
-/// inputs also multiplied by the nonzero count.
-pub const NEIGHBOUR_RULES: [&str; 16] = [
+/// inputs also multiplied by the nonzero count; `forest` the records'
+/// forest pick ([`crate::forest_pick`]), `forest-knob16` the blend of its
+/// and the knob pick's scores ([`crate::forest_pick::blend`]) through the
+/// shipped code (`spmv_records::no_gpu_pick`: the risk pick only where the
+/// records score no runnable variant), `unsure0.4-forest` /
+/// `unsure0.4-forest-knob16` those picks when the policy's most probable
+/// variant has probability below 0.4, else the default rule's.
+pub const NEIGHBOUR_RULES: [&str; 20] = [
     "knn8",
     "knn8-cautious",
     "policy8-knn8",
@@ -80,6 +88,10 @@ pub const NEIGHBOUR_RULES: [&str; 16] = [
     "unsure0.4-knob16",
     "knob-nnz-knn16",
     "unsure0.4-knob-nnz16",
+    "forest",
+    "unsure0.4-forest",
+    "forest-knob16",
+    "unsure0.4-forest-knob16",
 ];
 
 /// `risk-world-knn8-x<C>`: the default risk rule with the 8 nearest
@@ -162,10 +174,11 @@ fn fraction(r: &Prepared, v: &Variant) -> Option<f64> {
 fn neighbour_picks(
     knn_fit: &NeighbourPick<'_>,
     knobs: &[KnobPick<'_, '_>; 2],
+    forest: &ForestPick,
     policy: &LearnedPolicy,
     r: &Prepared,
     runnable: &dyn Fn(&Variant) -> bool,
-) -> [Option<Variant>; 16] {
+) -> [Option<Variant>; 20] {
     let space = policy_space();
     let best_of = |scores: &[f64], among: &mut dyn Iterator<Item = usize>| {
         among
@@ -205,9 +218,12 @@ fn neighbour_picks(
         .fold(0.0, f64::max);
     let unsure = |p: f64| if top_prob < p { knn } else { risk };
     let [knob, knob_nnz] = knobs.each_ref().map(|k| knob_best(k, r, runnable));
-    // The shipped switch's own code (`spmv_records::unsure_pick_with`).
-    let shipped = |p: f64, k: &KnobPick<'_, '_>| {
-        crate::spmv_records::unsure_pick_with(policy, &f, r.value, p, Some(k), runnable)
+    let forest_scores = forest.space_scores(&r.features, r.value);
+    let tree = best_index(&forest_scores, runnable).map(|j| space[j]);
+    // The shipped code (`spmv_records::unsure_pick_with`).
+    let shipped = |p: f64, knob: &KnobPick<'_, '_>, forest: Option<&ForestPick>| {
+        let records = crate::spmv_records::RecordsPick { knob, forest };
+        crate::spmv_records::unsure_pick_with(policy, &f, r.value, p, Some(&records), runnable)
             .map(|p| p.variant)
     };
     let distance = knn_fit.mean_distance(&r.features, r.value);
@@ -237,10 +253,20 @@ fn neighbour_picks(
         world(WORLD_COPIES[0]),
         world(WORLD_COPIES[1]),
         knob,
-        shipped(UNSURE[0], &knobs[0]),
-        shipped(UNSURE[1], &knobs[0]),
+        shipped(UNSURE[0], &knobs[0], None),
+        shipped(UNSURE[1], &knobs[0], None),
         knob_nnz,
-        shipped(UNSURE[1], &knobs[1]),
+        shipped(UNSURE[1], &knobs[1], None),
+        tree,
+        if top_prob < UNSURE[1] {
+            tree.or(risk)
+        } else {
+            risk
+        },
+        // The shipped no-GPU pick (`spmv_records::no_gpu_pick`): the
+        // records always first.
+        shipped(f64::INFINITY, &knobs[0], Some(forest)),
+        shipped(UNSURE[1], &knobs[0], Some(forest)),
     ]
 }
 
@@ -275,11 +301,17 @@ fn knn_led(knn: &NeighbourPick<'_>, r: &Prepared, proposals: &[Variant]) -> Vec<
     lead
 }
 
-/// Evaluates `policy` (and the neighbour picks of `knn`) on one prepared record.
+/// The record picks of one fold, fitted on its training records.
+struct RecordPicks<'k, 'a> {
+    knn: &'k NeighbourPick<'a>,
+    knobs: [KnobPick<'k, 'a>; 2],
+    forest: ForestPick,
+}
+
+/// Evaluates `policy` (and the record picks) on one prepared record.
 fn eval_record(
     policy: &LearnedPolicy,
-    knn: &NeighbourPick<'_>,
-    knobs: &[KnobPick<'_, '_>; 2],
+    picks: &RecordPicks<'_, '_>,
     r: &Prepared,
     rec: &MatrixRecord,
     rules: &[(String, PickRule)],
@@ -292,7 +324,14 @@ fn eval_record(
     let neighbours = NEIGHBOUR_RULES
         .iter()
         .map(|n| n.to_string())
-        .zip(neighbour_picks(knn, knobs, policy, r, &runnable));
+        .zip(neighbour_picks(
+            picks.knn,
+            &picks.knobs,
+            &picks.forest,
+            policy,
+            r,
+            &runnable,
+        ));
     let learned = rules.iter().map(|(name, rule)| {
         let pick = policy.pick_with(&f, r.value, rule, &runnable);
         (name.clone(), pick.map(|p| p.variant))
@@ -313,7 +352,7 @@ fn eval_record(
         .collect();
     let best = |vs: &[Variant]| vs.iter().filter_map(|v| fraction(r, v)).fold(0.0, f64::max);
     let first16 = best(&proposals[..FIRST_K.min(proposals.len())]);
-    let first16_knn = best(&knn_led(knn, r, &proposals));
+    let first16_knn = best(&knn_led(picks.knn, r, &proposals));
     let large = compulsory_bytes(&r.features, r.value) > LARGE_BYTES;
     LocoRecord {
         matrix: r.name.clone(),
@@ -355,13 +394,17 @@ pub fn fold(
     let knn = NeighbourPick::new(&train_recs, NEIGHBOURS);
     // The second regression also multiplies its inputs by the nonzero count.
     let nnz = Features::NAMES.iter().position(|n| *n == "nnz");
-    let knobs = [KnobPick::new(&knn, None), KnobPick::new(&knn, nnz)];
+    let picks = RecordPicks {
+        knn: &knn,
+        knobs: [KnobPick::new(&knn, None), KnobPick::new(&knn, nnz)],
+        forest: ForestPick::fit(&train_recs, &DEFAULT_FOREST, &format!("fold {class}")),
+    };
     Ok(prepared
         .iter()
         .filter(|r| r.class == class)
         .filter_map(|r| {
             let rec = recs.get(&(r.name.clone(), r.value))?;
-            Some(eval_record(&policy, &knn, &knobs, r, rec, rules, cfg.seed))
+            Some(eval_record(&policy, &picks, r, rec, rules, cfg.seed))
         })
         .collect())
 }

@@ -738,12 +738,12 @@ impl Policy for LearnedPolicy {
         "learned"
     }
 
-    /// The no-GPU pick: [`crate::pick::DEFAULT_RULE`] (weighs the predicted
-    /// loss of a miss; see [`crate::pick`]) where the policy is sure, the
-    /// measured records' knob pick where it is not
-    /// ([`crate::spmv_records::unsure_pick`]).
+    /// The no-GPU pick: the measured records' pick (a forest and a knob
+    /// pick blended), [`crate::pick::DEFAULT_RULE`] (weighs the predicted
+    /// loss of a miss; see [`crate::pick`]) only where the records do not
+    /// load ([`crate::spmv_records::no_gpu_pick`]).
     fn pick(&self, features: &Features, value: ValueType) -> Option<Proposal> {
-        crate::spmv_records::unsure_pick(self, features, value)
+        crate::spmv_records::no_gpu_pick(self, features, value)
     }
 
     /// Ranks the policy space by joint probability (ties keep core-space

@@ -1,14 +1,19 @@
-//! The SpMV measurements a build without a GPU consults where the learned
-//! policy is unsure: per training record its features and every measured
-//! policy-space variant's fraction of the best, embedded from
-//! `spmv-records.json.gz` (built by `cargo xtask spmv-records` from the
-//! training datasets). [`unsure_pick`] is the no-GPU SpMV pick: the learned
-//! policy's risk-adjusted pick where its most probable variant has
-//! probability [`UNSURE_BELOW`] or more, else the records' knob pick
-//! ([`crate::knob_pick`]). Leave-one-class-out judges it as
-//! `unsure0.4-knob16` (`docs/policy/policy-loco-h200-with-families5-knob.md`).
+//! The SpMV measurements a build without a GPU picks from: per training
+//! record its features and every measured policy-space variant's fraction
+//! of the best, embedded from `spmv-records.json.gz` (built by
+//! `cargo xtask spmv-records` from the training datasets), and the forest
+//! trained on them, embedded from `spmv-forest.json.gz`
+//! (`cargo xtask spmv-forest build`). [`no_gpu_pick`] is the no-GPU SpMV
+//! pick: the records' pick ([`RecordsPick`]: the blend of the forest's and
+//! the knob pick's scores, [`crate::forest_pick::blend`]), the learned
+//! policy's risk-adjusted pick only where the records do not load or score
+//! no runnable variant. Leave-one-class-out judges it as `forest-knob16`
+//! (`docs/policy/policy-loco-h200-with-families5-forest.md`); the switch
+//! it replaced (the records only where the policy is unsure,
+//! [`unsure_pick_with`] with [`UNSURE_BELOW`]) is judged beside it.
 
 use crate::Proposal;
+use crate::forest_pick::{ForestPick, best_of, blend};
 use crate::knn::NeighbourPick;
 use crate::knob_pick::KnobPick;
 use crate::net::{LearnedPolicy, policy_space};
@@ -21,9 +26,8 @@ use std::io::Read;
 use std::sync::OnceLock;
 
 /// Below this probability of the policy's most probable variant the
-/// records decide. Of 0 (the risk pick alone), 0.2 and 0.4, a
-/// leave-one-class-out selection over the other classes chooses 0.4 for
-/// every held-out class.
+/// records decided in the former no-GPU pick (`unsure0.4-knob16`, judged
+/// beside the shipped one).
 pub const UNSURE_BELOW: f64 = 0.4;
 
 /// One training record.
@@ -57,6 +61,59 @@ pub struct SpmvRecords {
 
 /// The committed records, gzipped JSON.
 const EMBEDDED: &[u8] = include_bytes!("../spmv-records.json.gz");
+
+/// The forest trained on them, gzipped JSON.
+const EMBEDDED_FOREST: &[u8] = include_bytes!("../spmv-forest.json.gz");
+
+/// What the no-GPU pick consults where the policy is unsure: the knob pick
+/// and, where one loads, the forest.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordsPick<'p, 'k, 'a> {
+    /// The knob pick.
+    pub knob: &'p KnobPick<'k, 'a>,
+    /// The forest pick (`None`: the knob pick alone).
+    pub forest: Option<&'p ForestPick>,
+}
+
+impl RecordsPick<'_, '_, '_> {
+    /// The index into [`policy_space`] of the runnable variant the records
+    /// score best, if any is scored.
+    pub fn best(
+        &self,
+        features: &[f64],
+        value: ValueType,
+        runnable: &dyn Fn(&Variant) -> bool,
+    ) -> Option<usize> {
+        let knob = self.knob.scores(features, value);
+        let scores = match self.forest {
+            Some(f) => blend(&f.space_scores(features, value), &knob),
+            None => knob,
+        };
+        best_of(&scores, runnable)
+    }
+}
+
+/// Parses a gzipped forest pick and checks it against the feature count.
+pub fn forest_from_gz(bytes: &[u8]) -> Result<ForestPick, std::io::Error> {
+    let mut text = String::new();
+    GzDecoder::new(bytes).read_to_string(&mut text)?;
+    let pick: ForestPick = serde_json::from_str(&text).map_err(std::io::Error::other)?;
+    if !pick.valid(Features::NAMES.len()) {
+        return Err(std::io::Error::other("the forest is malformed"));
+    }
+    Ok(pick)
+}
+
+/// The first 16 hex digits of the sha256 of `bytes` (how records files and
+/// the forest trained on them are named).
+pub fn fingerprint_of(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
 
 impl SpmvRecords {
     /// Compact records of `prepared` (rewards rounded to f32).
@@ -124,12 +181,12 @@ impl SpmvRecords {
 
     /// The first 16 hex digits of the embedded file's sha256.
     pub fn embedded_fingerprint() -> String {
-        use sha2::{Digest, Sha256};
-        Sha256::digest(EMBEDDED)
-            .iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        fingerprint_of(EMBEDDED)
+    }
+
+    /// The first 16 hex digits of the embedded forest's sha256.
+    pub fn embedded_forest_fingerprint() -> String {
+        fingerprint_of(EMBEDDED_FOREST)
     }
 }
 
@@ -158,10 +215,33 @@ fn embedded_knob_pick() -> Option<&'static KnobPick<'static, 'static>> {
         .as_ref()
 }
 
-/// The id of the no-GPU SpMV pick's rule and records, for cache keys.
-pub fn unsure_rule_id() -> String {
+/// The embedded forest pick, parsed on first use; `None` if it does not
+/// load (the knob pick then decides alone).
+fn embedded_forest() -> Option<&'static ForestPick> {
+    static FOREST: OnceLock<Option<ForestPick>> = OnceLock::new();
+    FOREST
+        .get_or_init(|| forest_from_gz(EMBEDDED_FOREST).ok())
+        .as_ref()
+}
+
+/// The embedded records' pick, if the records load.
+fn embedded_records_pick() -> Option<RecordsPick<'static, 'static, 'static>> {
+    embedded_knob_pick().map(|knob| RecordsPick {
+        knob,
+        forest: embedded_forest(),
+    })
+}
+
+/// The id of the no-GPU SpMV pick's rule, forest and records, for cache
+/// keys (`knob16` alone when the forest does not load; the risk rule of the
+/// fallback last).
+pub fn no_gpu_rule_id() -> String {
+    let forest = match embedded_forest() {
+        Some(_) => format!("forest-{}-", SpmvRecords::embedded_forest_fingerprint()),
+        None => String::new(),
+    };
     format!(
-        "unsure{UNSURE_BELOW}-knob{}+{}:{}",
+        "records-{forest}knob{}+{}:{}",
         crate::knob_pick::NEIGHBOURS,
         SpmvRecords::embedded_fingerprint(),
         rule_id(&DEFAULT_RULE)
@@ -171,32 +251,35 @@ pub fn unsure_rule_id() -> String {
 /// The no-GPU SpMV pick of `policy` (see the module documentation) over
 /// the embedded records; its `score` is the cost head's predicted fraction
 /// of copy bandwidth.
-pub fn unsure_pick(
+pub fn no_gpu_pick(
     policy: &LearnedPolicy,
     features: &Features,
     value: ValueType,
 ) -> Option<Proposal> {
+    // Below an infinite probability: the records always decide first.
     unsure_pick_with(
         policy,
         features,
         value,
-        UNSURE_BELOW,
-        embedded_knob_pick(),
+        f64::INFINITY,
+        embedded_records_pick().as_ref(),
         &|_| true,
     )
 }
 
 /// The risk pick of `policy` among `runnable` variants where its most
 /// probable variant has probability `below` or more, else the runnable
-/// variant `knobs` scores best (the risk pick without `knobs` or a score).
-/// What [`unsure_pick`] ships and leave-one-class-out judges
-/// (`unsure<P>-knob16`, with knob picks fitted without the held-out class).
+/// variant `records` scores best (the risk pick without `records` or a
+/// score). [`no_gpu_pick`] ships it with `below` infinite (the records
+/// always first); leave-one-class-out judges it with the records' picks
+/// fitted without the held-out class (`unsure<P>-forest-knob16`,
+/// `unsure<P>-knob16` without the forest).
 pub fn unsure_pick_with(
     policy: &LearnedPolicy,
     features: &Features,
     value: ValueType,
     below: f64,
-    knobs: Option<&KnobPick<'_, '_>>,
+    records: Option<&RecordsPick<'_, '_, '_>>,
     runnable: &dyn Fn(&Variant) -> bool,
 ) -> Option<Proposal> {
     let top = policy
@@ -205,10 +288,10 @@ pub fn unsure_pick_with(
         .map(|p| p.1)
         .fold(0.0, f64::max);
     let risk = || policy.pick_with(features, value, &DEFAULT_RULE, runnable);
-    let Some(knobs) = knobs.filter(|_| top < below) else {
+    let Some(records) = records.filter(|_| top < below) else {
         return risk();
     };
-    match knobs.best(&features.to_vec(), value, runnable) {
+    match records.best(&features.to_vec(), value, runnable) {
         Some(j) => {
             let variant = policy_space()[j];
             Some(Proposal {

@@ -30,6 +30,7 @@ mod retune;
 mod retune_spmm;
 mod spmm_loco;
 mod spmm_records;
+mod spmv_forest;
 mod spmv_records;
 mod test;
 mod vector_ptx;
@@ -83,6 +84,8 @@ enum Cmd {
     SpmmRecords(spmm_records::Args),
     /// The SpMV records a no-GPU build consults where the policy is unsure: build them from the datasets.
     SpmvRecords(spmv_records::Args),
+    /// The SpMV records' forest pick: train it, or judge it leave-one-class-out (offline).
+    SpmvForest(spmv_forest::Args),
     /// Whole iterations: CG and PageRank, ours vs cuSPARSE + cuBLAS.
     BenchApp(bench_app::Args),
     /// Check every fused-epilogue variant and CUDA-graph replay on a GPU.
@@ -118,6 +121,7 @@ fn main() -> Result<()> {
         Cmd::PolicyLoco(a) => policy::loco(a),
         Cmd::SpmmRecords(a) => spmm_records::run(a),
         Cmd::SpmvRecords(a) => spmv_records::run(a),
+        Cmd::SpmvForest(a) => spmv_forest::run(a),
         Cmd::VectorPtx(a) => vector_ptx::run(a),
         Cmd::BenchApp(a) => bench_app::run(a),
         Cmd::FusedCheck(a) => bench_app::check::command(a),

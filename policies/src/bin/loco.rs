@@ -57,6 +57,10 @@ struct Args {
     /// libtorch threads.
     #[arg(long, default_value_t = 1)]
     threads: i32,
+    /// The rule whose figures head the summary (default: the shipped
+    /// no-GPU pick, `spmv_records::no_gpu_pick`).
+    #[arg(long, default_value = "forest-knob16")]
+    primary: String,
 }
 
 /// The merged dataset and the sha256 of every file read.
@@ -127,7 +131,14 @@ fn main() -> Result<()> {
         .map(|r| r.0.clone())
         .chain(loco::NEIGHBOUR_RULES.iter().map(|s| s.to_string()))
         .collect();
-    let primary = sparserl_policies::pick::rule_name(&sparserl_policies::pick::DEFAULT_RULE);
+    if !names.contains(&args.primary) {
+        bail!(
+            "--primary {}: not a rule of the report ({})",
+            args.primary,
+            names.join(", ")
+        );
+    }
+    let primary = args.primary.as_str();
     println!(
         "loco: {} records, {} classes, seeds {:?}, {} epochs x {} samples",
         ds.matrices.len(),
@@ -204,6 +215,10 @@ fn main() -> Result<()> {
             "unsure0.4-knn8": "as unsure0.2-knn8 below 0.4",
             "near1.5-knn8": "the knn8 pick when the 8 nearest training records lie within a mean standardised distance of 1.5, else the default rule's pick",
             "near2.5-knn8": "as near1.5-knn8 within 2.5",
+            "forest": "the runnable variant the records' forest (sparserl_policies::forest_pick, trained on the training records) predicts best",
+            "forest-knob16": "the runnable variant with the best mean of the forest's and knob-knn16's scores (log fractions), through the shipped no-GPU pick",
+            "unsure0.4-forest": "the forest pick when the learned policy's most probable variant has probability below 0.4, else the default rule's pick",
+            "unsure0.4-forest-knob16": "the forest-knob16 pick when the learned policy's most probable variant has probability below 0.4, else the default rule's pick",
         },
         "large_bytes": loco::LARGE_BYTES,
         "seconds": t0.elapsed().as_secs_f64(),

@@ -45,11 +45,48 @@ fn compact_records_round_trip_to_the_same_rewards() {
 }
 
 #[test]
-fn the_rule_id_names_the_threshold_the_records_and_the_risk_rule() {
-    let id = unsure_rule_id();
-    assert!(id.starts_with("unsure0.4-knob16+"), "{id}");
+fn the_rule_id_names_the_forest_the_records_and_the_risk_rule() {
+    let id = no_gpu_rule_id();
+    let forest = SpmvRecords::embedded_forest_fingerprint();
+    assert!(
+        id.starts_with(&format!("records-forest-{forest}-knob16+")),
+        "{id}"
+    );
     assert!(id.ends_with(&rule_id(&DEFAULT_RULE)), "{id}");
     assert!(id.contains(&SpmvRecords::embedded_fingerprint()));
+}
+
+#[test]
+fn the_embedded_forest_loads_and_was_trained_on_the_embedded_records() {
+    let forest = embedded_forest().expect("the embedded forest loads");
+    assert_eq!(forest.config, crate::forest::DEFAULT_FOREST);
+    let ids: Vec<String> = policy_space().iter().map(Variant::id).collect();
+    assert_eq!(forest.knobs.ids, ids, "trained over today's policy space");
+    // Rebuilt records need a rebuilt forest (`cargo xtask spmv-forest build`).
+    assert_eq!(forest.trained_on, SpmvRecords::embedded_fingerprint());
+}
+
+#[test]
+fn a_corrupt_forest_is_refused() {
+    assert!(forest_from_gz(b"not gzip").is_err());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, br#"{"config":{}}"#).unwrap();
+    assert!(forest_from_gz(&gz.finish().unwrap()).is_err());
+}
+
+#[test]
+fn the_records_pick_blends_and_respects_runnable() {
+    let pick = embedded_records_pick().expect("records");
+    assert!(pick.forest.is_some());
+    let r = &SpmvRecords::from_gz(EMBEDDED).expect("parse").prepared()[0];
+    let j = pick.best(&r.features, r.value, &|_| true).expect("a pick");
+    let space = policy_space();
+    let not_j = |v: &Variant| *v != space[j];
+    let k = pick
+        .best(&r.features, r.value, &not_j)
+        .expect("another pick");
+    assert_ne!(j, k);
+    assert!(pick.best(&r.features, r.value, &|_| false).is_none());
 }
 
 #[test]
@@ -75,4 +112,25 @@ fn on_its_own_records_the_knob_pick_finds_good_variants() {
         .collect();
     let mean = fractions.iter().sum::<f64>() / fractions.len() as f64;
     assert!(mean > 0.9, "mean fraction {mean:.3}");
+}
+
+#[test]
+fn the_no_gpu_pick_is_the_records_pick() {
+    let policy = crate::try_default_policy().expect("the committed policy loads");
+    let records = embedded_records_pick().expect("records");
+    let space = policy_space();
+    for r in SpmvRecords::from_gz(EMBEDDED)
+        .expect("parse")
+        .prepared()
+        .iter()
+        .step_by(17)
+    {
+        let f = Features::from_slice(&r.features);
+        let pick = no_gpu_pick(&policy, &f, r.value).expect("a pick");
+        let j = records
+            .best(&r.features, r.value, &|_| true)
+            .expect("scored");
+        assert_eq!(pick.variant, space[j], "{}", r.name);
+        assert!(pick.score > 0.0 && pick.score <= 1.0);
+    }
 }

@@ -288,7 +288,7 @@ fn cache_key(
         ),
         _ => format!(
             "policy:{policy_version}:{}",
-            sparserl_policies::spmv_records::unsure_rule_id()
+            sparserl_policies::spmv_records::no_gpu_rule_id()
         ),
     };
     let mut key = KeyBuilder::new();
@@ -383,9 +383,10 @@ fn measure(
     })
 }
 
-/// The policy's no-GPU pick (`Policy::pick`: the learned policy's
-/// risk-adjusted rule where it is sure, the measured records' knob pick
-/// where it is not), in the numbering the descriptor asks for; the
+/// The policy's no-GPU pick (`Policy::pick`: for the learned policy the
+/// measured records' pick, a forest blended with the knob pick; see
+/// `sparserl_policies::spmv_records::no_gpu_pick`), in the numbering the
+/// descriptor asks for; the
 /// fallback (a warning) when it has none.
 fn policy_pick(run: &Setup, log: &Log, decl: &KernelDecl, first: &Features) -> Choice {
     let policy = run.policy.policy.as_ref();

@@ -1,0 +1,321 @@
+//! `cargo xtask spmv-forest`: the SpMV records' forest pick
+//! (`sparserl_policies::forest_pick`). `build` trains it on the committed
+//! records and writes the file a build embeds; `loco` judges it
+//! leave-one-class-out beside the records' other picks (the 8 nearest
+//! records' best mean, the knob pick the shipped rule falls back to), with
+//! no learned policy involved, so it runs in minutes without libtorch.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use serde::Serialize;
+use sparserl_policies::forest::{DEFAULT_FOREST, ForestConfig};
+use sparserl_policies::forest_pick::{ForestPick, best_of, blend};
+use sparserl_policies::knn::{Combine, NeighbourPick};
+use sparserl_policies::knob_pick::{KnobPick, NEIGHBOURS};
+use sparserl_policies::net::policy_space;
+use sparserl_policies::prepared::Prepared;
+use sparserl_policies::spmv_records::{SpmvRecords, fingerprint_of};
+use sparserl_rt::Variant;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `spmv-forest`.
+#[derive(Parser)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Train on every record and write the embedded file.
+    Build {
+        /// The records (gzipped JSON, `cargo xtask spmv-records`).
+        #[arg(long, default_value = "policies/spmv-records.json.gz")]
+        records: PathBuf,
+        /// Output (gzipped JSON).
+        #[arg(long, default_value = "policies/spmv-forest.json.gz")]
+        out: PathBuf,
+    },
+    /// Leave-one-class-out over the records: JSON and Markdown at `<out>.json` / `.md`.
+    Loco {
+        /// The records.
+        #[arg(long, default_value = "policies/spmv-records.json.gz")]
+        records: PathBuf,
+        /// Output stem.
+        #[arg(long, default_value = "docs/policy/spmv-forest-loco")]
+        out: PathBuf,
+        /// Trees of the forest judged (default: the committed configuration's).
+        #[arg(long)]
+        trees: Option<usize>,
+        /// Fewest rows per leaf of the forest judged.
+        #[arg(long)]
+        min_leaf: Option<usize>,
+    },
+}
+
+/// Runs `spmv-forest`.
+pub fn run(args: Args) -> Result<()> {
+    match args.cmd {
+        Cmd::Build { records, out } => build(&records, &out),
+        Cmd::Loco {
+            records,
+            out,
+            trees,
+            min_leaf,
+        } => {
+            let cfg = ForestConfig {
+                trees: trees.unwrap_or(DEFAULT_FOREST.trees),
+                min_leaf: min_leaf.unwrap_or(DEFAULT_FOREST.min_leaf),
+                ..DEFAULT_FOREST
+            };
+            loco(&records, &out, &cfg)
+        }
+    }
+}
+
+fn load(path: &Path) -> Result<(SpmvRecords, Vec<Prepared>)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let records =
+        SpmvRecords::from_gz(&bytes).with_context(|| format!("parsing {}", path.display()))?;
+    let prepared = records.prepared();
+    if prepared.is_empty() {
+        bail!("{} holds no record", path.display());
+    }
+    Ok((records, prepared))
+}
+
+fn build(records: &Path, out: &Path) -> Result<()> {
+    let (_, prepared) = load(records)?;
+    let bytes = std::fs::read(records)?;
+    let train: Vec<&Prepared> = prepared.iter().collect();
+    eprintln!(
+        "training {} trees on {} records ...",
+        DEFAULT_FOREST.trees,
+        train.len()
+    );
+    let pick = ForestPick::fit(&train, &DEFAULT_FOREST, &fingerprint_of(&bytes));
+    let nodes: usize = pick.forest.trees.iter().map(|t| t.feature.len()).sum();
+    let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+    gz.write_all(serde_json::to_string(&pick)?.as_bytes())?;
+    let bytes = gz.finish()?;
+    std::fs::write(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+    println!(
+        "wrote {} trees ({nodes} nodes, {} KB) to {}",
+        pick.forest.trees.len(),
+        bytes.len() / 1024,
+        out.display()
+    );
+    Ok(())
+}
+
+/// The rules judged, in report order.
+const RULES: [&str; 5] = [
+    "knn8",
+    "knob-knn16",
+    "forest",
+    "forest-knob16",
+    "first16-forest-knob16",
+];
+
+/// Candidates of the first-k figure.
+const FIRST_K: usize = 16;
+
+/// One record's picks: rule to (variant id, fraction of the best).
+#[derive(Debug, Serialize)]
+struct Case {
+    matrix: String,
+    class: String,
+    value: String,
+    picks: BTreeMap<String, (String, f64)>,
+}
+
+/// Per rule: (pooled mean, class mean, worst class, its figure, classes below 0.9).
+#[derive(Debug, Serialize)]
+struct Summary {
+    pooled: f64,
+    class_mean: f64,
+    worst_class: String,
+    worst: f64,
+    classes_below_0_9: usize,
+    min_record: f64,
+}
+
+fn loco(records: &Path, out: &Path, cfg: &ForestConfig) -> Result<()> {
+    let (recs, prepared) = load(records)?;
+    let mut classes: Vec<&str> = prepared.iter().map(|r| r.class.as_str()).collect();
+    classes.sort();
+    classes.dedup();
+    let started = std::time::Instant::now();
+    let mut cases = Vec::new();
+    for (i, class) in classes.iter().enumerate() {
+        eprintln!(
+            "[{}/{}] {class} ({:.0} s)",
+            i + 1,
+            classes.len(),
+            started.elapsed().as_secs_f64()
+        );
+        let train: Vec<&Prepared> = prepared.iter().filter(|r| r.class != *class).collect();
+        cases.extend(fold(&prepared, &train, class, cfg));
+    }
+    let summary: BTreeMap<&str, Summary> =
+        RULES.iter().map(|r| (*r, summarise(&cases, r))).collect();
+    let per_class = per_class(&cases);
+    let json = serde_json::json!({
+        "description": "Leave-one-class-out over the SpMV records: each class's records picked by rules fitted on the other classes' records only; figures are fractions of each record's best measured variant of the policy space (a variant it cannot run counts 0).",
+        "source": recs.source,
+        "forest": cfg,
+        "summary": summary,
+        "classes": per_class,
+        "cases": cases,
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    let json_path = out.with_extension("json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&json)? + "\n")?;
+    std::fs::write(
+        out.with_extension("md"),
+        markdown(&summary, &per_class, &recs.source),
+    )?;
+    for (rule, s) in &summary {
+        println!(
+            "{rule:12} pooled {:.3}  class mean {:.3}  worst {} {:.3}  classes below 0.9: {}",
+            s.pooled, s.class_mean, s.worst_class, s.worst, s.classes_below_0_9
+        );
+    }
+    println!("wrote {} and .md", json_path.display());
+    Ok(())
+}
+
+/// Fits the three picks on `train` and picks for every record of `class`.
+fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) -> Vec<Case> {
+    let space = policy_space();
+    let knn8 = NeighbourPick::new(train, 8);
+    let knn16 = NeighbourPick::new(train, NEIGHBOURS);
+    let knob = KnobPick::new(&knn16, None);
+    let forest = ForestPick::fit(train, cfg, &format!("fold {class}"));
+    all.iter()
+        .filter(|r| r.class == class)
+        .map(|r| {
+            let runnable = |v: &Variant| !r.cannot_run.contains(&v.strategy);
+            let mean = knn8.scores(&r.features, r.value, Combine::Mean);
+            let knn = (0..space.len()).filter(|&j| runnable(&space[j])).fold(
+                None::<usize>,
+                |b, j| match b {
+                    Some(k) if mean[k] >= mean[j] => b,
+                    _ => Some(j),
+                },
+            );
+            let fs = forest.space_scores(&r.features, r.value);
+            let ks = knob.scores(&r.features, r.value);
+            let both = blend(&fs, &ks);
+            let picks = [
+                knn,
+                knob.best(&r.features, r.value, &runnable),
+                best_of(&fs, &runnable),
+                best_of(&both, &runnable),
+            ];
+            let frac = |j: usize| r.measured[j].unwrap_or(0.0).max(0.0);
+            let mut picks: BTreeMap<String, (String, f64)> = RULES
+                .iter()
+                .zip(picks)
+                .map(|(rule, j)| {
+                    let id = j.map(|j| space[j].id()).unwrap_or_default();
+                    (rule.to_string(), (id, j.map_or(0.0, frac)))
+                })
+                .collect();
+            // The best measured of the blend's first 16 runnable variants.
+            let mut order: Vec<usize> = (0..space.len())
+                .filter(|&j| runnable(&space[j]) && both[j].is_some())
+                .collect();
+            order.sort_by(|&a, &b| both[b].unwrap_or(0.0).total_cmp(&both[a].unwrap_or(0.0)));
+            let top = order
+                .iter()
+                .take(FIRST_K)
+                .map(|&j| frac(j))
+                .fold(0.0, f64::max);
+            picks.insert(RULES[4].to_string(), (String::new(), top));
+            Case {
+                matrix: r.name.clone(),
+                class: r.class.clone(),
+                value: r.value.to_string(),
+                picks,
+            }
+        })
+        .collect()
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+}
+
+/// Per class, per rule: mean fraction of the class's records.
+fn per_class(cases: &[Case]) -> BTreeMap<String, BTreeMap<String, f64>> {
+    let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    for rule in RULES {
+        let mut by: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for c in cases {
+            by.entry(&c.class).or_default().push(c.picks[rule].1);
+        }
+        for (class, xs) in by {
+            out.entry(class.to_string())
+                .or_default()
+                .insert(rule.to_string(), mean(&xs));
+        }
+    }
+    out
+}
+
+fn summarise(cases: &[Case], rule: &str) -> Summary {
+    let all: Vec<f64> = cases.iter().map(|c| c.picks[rule].1).collect();
+    let per = per_class(cases);
+    let figs: Vec<(&String, f64)> = per.iter().map(|(c, m)| (c, m[rule])).collect();
+    let (worst_class, worst) = figs
+        .iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or((String::new(), 0.0), |(c, f)| ((*c).clone(), *f));
+    Summary {
+        pooled: mean(&all),
+        class_mean: mean(&figs.iter().map(|f| f.1).collect::<Vec<_>>()),
+        worst_class,
+        worst,
+        classes_below_0_9: figs.iter().filter(|f| f.1 < 0.9).count(),
+        min_record: all.iter().copied().fold(f64::INFINITY, f64::min),
+    }
+}
+
+fn markdown(
+    summary: &BTreeMap<&str, Summary>,
+    per_class: &BTreeMap<String, BTreeMap<String, f64>>,
+    source: &[String],
+) -> String {
+    let mut s = String::from("# SpMV record picks, leave-one-class-out\n\n");
+    s += "Each class's records are picked by rules fitted on the other classes' records only \
+          (no learned policy involved): `knn8` the best mean fraction over the 8 nearest records, \
+          `knob-knn16` the knob pick, `forest` the forest pick (`sparserl_policies::forest_pick`), \
+          `forest-knob16` the mean of the forest's and the knob pick's scores (`forest_pick::blend`). \
+          `first16-forest-knob16` is not a pick: the best of that blend's first 16 runnable \
+          variants, what a search measuring them first would reach at least. Figures are \
+          fractions of each record's best measured variant of the policy space.\n\n";
+    s += &format!("Records: {}.\n\n", source.join("; "));
+    s += "| rule | pooled | class mean | worst class | classes below 0.9 | worst record |\n|---|---:|---:|---|---:|---:|\n";
+    for rule in RULES {
+        let x = &summary[rule];
+        s += &format!(
+            "| {rule} | {:.3} | {:.3} | {} {:.3} | {} | {:.3} |\n",
+            x.pooled, x.class_mean, x.worst_class, x.worst, x.classes_below_0_9, x.min_record
+        );
+    }
+    s += &format!(
+        "\n| class | {} |\n|---|{}\n",
+        RULES.join(" | "),
+        "---:|".repeat(RULES.len())
+    );
+    for (class, m) in per_class {
+        let figs: Vec<String> = RULES.iter().map(|r| format!("{:.3}", m[*r])).collect();
+        s += &format!("| {class} | {} |\n", figs.join(" | "));
+    }
+    s
+}
