@@ -1,5 +1,21 @@
 use super::*;
 
+fn config(
+    trees: usize,
+    min_leaf: usize,
+    max_features: f64,
+    max_depth: usize,
+    seed: u64,
+) -> ForestConfig {
+    ForestConfig {
+        trees,
+        min_leaf,
+        max_features,
+        max_depth,
+        seed,
+    }
+}
+
 fn rows_of(points: &[(Vec<f32>, f32)]) -> (Vec<f32>, Vec<f32>, usize) {
     let inputs = points[0].0.len();
     let x = points.iter().flat_map(|p| p.0.clone()).collect();
@@ -21,13 +37,7 @@ fn step_data() -> Vec<(Vec<f32>, f32)> {
 #[test]
 fn a_forest_learns_a_step() {
     let (x, y, inputs) = rows_of(&step_data());
-    let cfg = ForestConfig {
-        trees: 8,
-        min_leaf: 2,
-        max_features: 1.0,
-        max_depth: 8,
-        seed: 1,
-    };
+    let cfg = config(8, 2, 1.0, 8, 1);
     let f = Forest::fit(
         &Rows {
             x: &x,
@@ -49,13 +59,7 @@ fn training_is_deterministic_and_leaves_respect_min_leaf() {
         y: &y,
         inputs,
     };
-    let cfg = ForestConfig {
-        trees: 4,
-        min_leaf: 50,
-        max_features: 0.5,
-        max_depth: 32,
-        seed: 7,
-    };
+    let cfg = config(4, 50, 0.5, 32, 7);
     let a = Forest::fit(&rows, &cfg);
     assert_eq!(a, Forest::fit(&rows, &cfg));
     // 400 bootstrap rows and leaves of at least 50: at most 8 leaves.
@@ -86,13 +90,7 @@ fn constant_targets_give_one_leaf() {
 #[test]
 fn corrupt_trees_are_invalid() {
     let (x, y, inputs) = rows_of(&step_data());
-    let cfg = ForestConfig {
-        trees: 1,
-        min_leaf: 2,
-        max_features: 1.0,
-        max_depth: 8,
-        seed: 1,
-    };
+    let cfg = config(1, 2, 1.0, 8, 1);
     let mut f = Forest::fit(
         &Rows {
             x: &x,
