@@ -88,7 +88,8 @@ fn load(path: &Path) -> Result<(SpmvRecords, Vec<Prepared>)> {
     Ok((records, prepared))
 }
 
-fn build(records: &Path, out: &Path) -> Result<()> {
+/// Trains the forest on the records at `records` and writes it to `out`.
+pub fn build(records: &Path, out: &Path) -> Result<()> {
     let (_, prepared) = load(records)?;
     let bytes = std::fs::read(records)?;
     let train: Vec<&Prepared> = prepared.iter().collect();

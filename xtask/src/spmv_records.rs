@@ -1,7 +1,7 @@
 //! `cargo xtask spmv-records`: builds the SpMV records a no-GPU build
 //! consults where the learned policy is unsure
 //! (`sparserl_policies::spmv_records`) from the training datasets, merged
-//! as `policy-loco` merges them.
+//! as `policy-loco` merges them, and the forest trained on them.
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -23,6 +23,10 @@ pub struct Args {
     /// Output (gzipped JSON).
     #[arg(long, default_value = "policies/spmv-records.json.gz")]
     out: PathBuf,
+    /// The forest trained on the new records (`cargo xtask spmv-forest
+    /// build`), written with them so the two never disagree.
+    #[arg(long, default_value = "policies/spmv-forest.json.gz")]
+    forest_out: PathBuf,
 }
 
 /// Runs `spmv-records`.
@@ -50,5 +54,5 @@ pub fn run(args: Args) -> Result<()> {
         records.variants.len(),
         args.out.display()
     );
-    Ok(())
+    crate::spmv_forest::build(&args.out, &args.forest_out)
 }
