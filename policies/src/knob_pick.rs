@@ -109,16 +109,7 @@ impl<'k, 'a> KnobPick<'k, 'a> {
         value: ValueType,
         runnable: &dyn Fn(&sparserl_rt::Variant) -> bool,
     ) -> Option<usize> {
-        let space = policy_space();
-        let scores = self.scores(features, value);
-        (0..space.len())
-            .filter(|&j| runnable(&space[j]))
-            .filter_map(|j| scores[j].map(|x| (j, x)))
-            .fold(None::<(usize, f64)>, |b, (j, x)| match b {
-                Some((_, y)) if y >= x => b,
-                _ => Some((j, x)),
-            })
-            .map(|(j, _)| j)
+        crate::forest_pick::best_of(&self.scores(features, value), runnable)
     }
 }
 

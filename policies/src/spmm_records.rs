@@ -112,12 +112,7 @@ impl SpmmRecords {
     /// [`SPMM_RECORDS_VERSION`] and the first 16 hex digits of the embedded
     /// file's sha256: what a cache key needs to change with the records.
     pub fn embedded_fingerprint() -> String {
-        use sha2::{Digest, Sha256};
-        let hex: String = Sha256::digest(EMBEDDED)
-            .iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hex = crate::spmv_records::fingerprint_of(EMBEDDED);
         format!("{SPMM_RECORDS_VERSION}+{hex}")
     }
 

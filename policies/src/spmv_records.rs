@@ -107,12 +107,7 @@ pub fn forest_from_gz(bytes: &[u8]) -> Result<ForestPick, std::io::Error> {
 /// The first 16 hex digits of the sha256 of `bytes` (how records files and
 /// the forest trained on them are named).
 pub fn fingerprint_of(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::provenance::sha256_hex(bytes)[..16].to_string()
 }
 
 impl SpmvRecords {

@@ -77,7 +77,8 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
-fn load(path: &Path) -> Result<(SpmvRecords, Vec<Prepared>)> {
+/// The records at `path`, prepared, and the file's fingerprint.
+fn load(path: &Path) -> Result<(SpmvRecords, Vec<Prepared>, String)> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let records =
         SpmvRecords::from_gz(&bytes).with_context(|| format!("parsing {}", path.display()))?;
@@ -85,20 +86,19 @@ fn load(path: &Path) -> Result<(SpmvRecords, Vec<Prepared>)> {
     if prepared.is_empty() {
         bail!("{} holds no record", path.display());
     }
-    Ok((records, prepared))
+    Ok((records, prepared, fingerprint_of(&bytes)))
 }
 
 /// Trains the forest on the records at `records` and writes it to `out`.
 pub fn build(records: &Path, out: &Path) -> Result<()> {
-    let (_, prepared) = load(records)?;
-    let bytes = std::fs::read(records)?;
+    let (_, prepared, fingerprint) = load(records)?;
     let train: Vec<&Prepared> = prepared.iter().collect();
     eprintln!(
         "training {} trees on {} records ...",
         DEFAULT_FOREST.trees,
         train.len()
     );
-    let pick = ForestPick::fit(&train, &DEFAULT_FOREST, &fingerprint_of(&bytes));
+    let pick = ForestPick::fit(&train, &DEFAULT_FOREST, &fingerprint);
     let nodes: usize = pick.forest.trees.iter().map(|t| t.feature.len()).sum();
     let mut gz = GzEncoder::new(Vec::new(), Compression::best());
     gz.write_all(serde_json::to_string(&pick)?.as_bytes())?;
@@ -146,7 +146,7 @@ struct Summary {
 }
 
 fn loco(records: &Path, out: &Path, cfg: &ForestConfig) -> Result<()> {
-    let (recs, prepared) = load(records)?;
+    let (recs, prepared, _) = load(records)?;
     let mut classes: Vec<&str> = prepared.iter().map(|r| r.class.as_str()).collect();
     classes.sort();
     classes.dedup();
@@ -190,7 +190,7 @@ fn loco(records: &Path, out: &Path, cfg: &ForestConfig) -> Result<()> {
     Ok(())
 }
 
-/// Fits the three picks on `train` and picks for every record of `class`.
+/// Fits the record picks on `train` and picks for every record of `class`.
 fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) -> Vec<Case> {
     let space = policy_space();
     let knn8 = NeighbourPick::new(train, 8);
@@ -202,19 +202,13 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
         .map(|r| {
             let runnable = |v: &Variant| !r.cannot_run.contains(&v.strategy);
             let mean = knn8.scores(&r.features, r.value, Combine::Mean);
-            let knn = (0..space.len()).filter(|&j| runnable(&space[j])).fold(
-                None::<usize>,
-                |b, j| match b {
-                    Some(k) if mean[k] >= mean[j] => b,
-                    _ => Some(j),
-                },
-            );
+            let mean: Vec<Option<f64>> = mean.into_iter().map(Some).collect();
             let fs = forest.space_scores(&r.features, r.value);
             let ks = knob.scores(&r.features, r.value);
             let both = blend(&fs, &ks);
             let picks = [
-                knn,
-                knob.best(&r.features, r.value, &runnable),
+                best_of(&mean, &runnable),
+                best_of(&ks, &runnable),
                 best_of(&fs, &runnable),
                 best_of(&both, &runnable),
             ];

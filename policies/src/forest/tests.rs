@@ -16,6 +16,18 @@ fn config(
     }
 }
 
+fn fit_points(points: &[(Vec<f32>, f32)], cfg: &ForestConfig) -> Forest {
+    let (x, y, inputs) = rows_of(points);
+    Forest::fit(
+        &Rows {
+            x: &x,
+            y: &y,
+            inputs,
+        },
+        cfg,
+    )
+}
+
 fn rows_of(points: &[(Vec<f32>, f32)]) -> (Vec<f32>, Vec<f32>, usize) {
     let inputs = points[0].0.len();
     let x = points.iter().flat_map(|p| p.0.clone()).collect();
@@ -36,16 +48,8 @@ fn step_data() -> Vec<(Vec<f32>, f32)> {
 
 #[test]
 fn a_forest_learns_a_step() {
-    let (x, y, inputs) = rows_of(&step_data());
     let cfg = config(8, 2, 1.0, 8, 1);
-    let f = Forest::fit(
-        &Rows {
-            x: &x,
-            y: &y,
-            inputs,
-        },
-        &cfg,
-    );
+    let f = fit_points(&step_data(), &cfg);
     assert!(f.valid());
     assert!((f.predict(&[3.0, 2.0]) + 1.0).abs() < 1e-6);
     assert!((f.predict(&[3.0, 15.0]) - 2.0).abs() < 1e-6);
@@ -74,42 +78,19 @@ fn training_is_deterministic_and_leaves_respect_min_leaf() {
 #[test]
 fn constant_targets_give_one_leaf() {
     let points: Vec<_> = (0..50).map(|i| (vec![i as f32], 0.5)).collect();
-    let (x, y, inputs) = rows_of(&points);
-    let f = Forest::fit(
-        &Rows {
-            x: &x,
-            y: &y,
-            inputs,
-        },
-        &DEFAULT_FOREST,
-    );
+    let f = fit_points(&points, &DEFAULT_FOREST);
     assert!(f.trees.iter().all(|t| t.feature.len() == 1));
     assert!((f.predict(&[100.0]) - 0.5).abs() < 1e-6);
 }
 
 #[test]
 fn corrupt_trees_are_invalid() {
-    let (x, y, inputs) = rows_of(&step_data());
     let cfg = config(1, 2, 1.0, 8, 1);
-    let mut f = Forest::fit(
-        &Rows {
-            x: &x,
-            y: &y,
-            inputs,
-        },
-        &cfg,
-    );
+    let mut f = fit_points(&step_data(), &cfg);
     assert!(f.valid());
     f.trees[0].left[0] = 0;
     assert!(!f.valid(), "a cycle must be rejected");
-    let mut g = Forest::fit(
-        &Rows {
-            x: &x,
-            y: &y,
-            inputs,
-        },
-        &cfg,
-    );
+    let mut g = fit_points(&step_data(), &cfg);
     g.inputs = 1;
     assert!(!g.valid(), "an input past the row must be rejected");
     assert!(
