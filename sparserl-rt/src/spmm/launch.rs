@@ -21,6 +21,7 @@
 
 use super::variant::{SpmmEpilogue, SpmmShape, SpmmVariant, TRANSPOSE_BLOCK, workspace_ld};
 use super::workspace::with_workspace;
+use crate::capture::Enter;
 use crate::dense::{DenseLayout, DeviceDense};
 use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
 use crate::error::RtError;
@@ -367,11 +368,12 @@ pub(crate) fn launch_spmm<T: Scalar>(
         return Ok(());
     }
     let shape: SpmmShape = (ops.a.rows(), ops.a.cols(), ops.a.nnz(), n);
-    // One guard over every enqueue of the call: a capture begun by another
-    // thread waits for the whole sequence, never records half of it.
-    let _enter = gpu.enqueue("SpmmKernel::spmm")?;
+    // One guard for every launch of the call: a capture begun by another
+    // thread waits until the whole sequence is queued (it neither records
+    // part of it nor refuses its later launches).
+    let enter = gpu.enqueue("SpmmKernel::spmm")?;
     if let (Some(tin), Some(tout)) = (&f.tin, &f.tout) {
-        return launch_transposed(gpu, f, (tin, tout), shape, ops);
+        return launch_transposed(gpu, &enter, f, (tin, tout), shape, ops);
     }
     let bias = ops.bias.map_or(ops.x.as_slice(), |b| b.as_slice());
     let raw = RawArgs {
@@ -382,7 +384,7 @@ pub(crate) fn launch_spmm<T: Scalar>(
         beta: ops.beta,
         bias,
     };
-    raw.main(gpu, ops.a, f, ops.y.as_mut_slice())
+    raw.main(&enter, ops.a, f, ops.y.as_mut_slice())
 }
 
 /// The transposed path: X into the row-major workspace, the row-major
@@ -390,6 +392,7 @@ pub(crate) fn launch_spmm<T: Scalar>(
 /// back with `alpha`, `beta` and the epilogue; all under the workspace lock.
 fn launch_transposed<T: Scalar>(
     gpu: &Gpu,
+    enter: &Enter<'_>,
     f: &SpmmFunctions,
     (tin, tout): (&CudaFunction, &CudaFunction),
     shape: SpmmShape,
@@ -416,7 +419,7 @@ fn launch_transposed<T: Scalar>(
             bias: ops.x.as_slice(),
         };
         let grid = SpmmVariant::transpose_grid(cols, n);
-        into.launch(gpu, ops.a, tin, grid, block, wx.as_mut_slice())?;
+        into.launch(enter, ops.a, tin, grid, block, wx.as_mut_slice())?;
         let main = RawArgs {
             shape,
             x: (wx.as_slice(), ld),
@@ -425,7 +428,7 @@ fn launch_transposed<T: Scalar>(
             beta: zero,
             bias: wx.as_slice(),
         };
-        main.main(gpu, ops.a, f, wy.as_mut_slice())?;
+        main.main(enter, ops.a, f, wy.as_mut_slice())?;
         // wy (rows x n, row-major) -> Y with alpha, beta and the epilogue.
         let back = RawArgs {
             shape,
@@ -436,7 +439,7 @@ fn launch_transposed<T: Scalar>(
             bias: ops.bias.map_or(wy.as_slice(), |b| b.as_slice()),
         };
         let grid = SpmmVariant::transpose_grid(rows, n);
-        back.launch(gpu, ops.a, tout, grid, block, ops.y.as_mut_slice())
+        back.launch(enter, ops.a, tout, grid, block, ops.y.as_mut_slice())
     })
 }
 
@@ -454,18 +457,18 @@ impl<T: Scalar> RawArgs<'_, T> {
     /// The main entry of `f`, with its nnz-split passes around it.
     fn main(
         &self,
-        gpu: &Gpu,
+        enter: &Enter<'_>,
         a: &DeviceCsr<T>,
         f: &SpmmFunctions,
         y: &mut CudaSlice<T>,
     ) -> Result<(), RtError> {
         let v = f.variant;
         if let Some(prep) = &f.prep {
-            self.launch(gpu, a, prep, v.pass_grid(self.shape.0), v.block, y)?;
+            self.launch(enter, a, prep, v.pass_grid(self.shape.0), v.block, y)?;
         }
-        self.launch(gpu, a, &f.main, v.grid(self.shape), v.block, y)?;
+        self.launch(enter, a, &f.main, v.grid(self.shape), v.block, y)?;
         if let Some(post) = &f.post {
-            self.launch(gpu, a, post, v.pass_grid(self.shape.0), v.block, y)?;
+            self.launch(enter, a, post, v.pass_grid(self.shape.0), v.block, y)?;
         }
         Ok(())
     }
@@ -473,7 +476,7 @@ impl<T: Scalar> RawArgs<'_, T> {
     /// The one `unsafe` SpMM kernel launch.
     fn launch(
         &self,
-        gpu: &Gpu,
+        stream: &Enter<'_>,
         a: &DeviceCsr<T>,
         func: &CudaFunction,
         grid: u32,
@@ -489,7 +492,6 @@ impl<T: Scalar> RawArgs<'_, T> {
             block_dim: (block, 1, 1),
             shared_mem_bytes: 0,
         };
-        let stream = gpu.enqueue("SpmmKernel::spmm")?;
         let mut b = stream.launch_builder(func);
         b.arg(&rows)
             .arg(&cols)
