@@ -65,8 +65,8 @@ const EMBEDDED: &[u8] = include_bytes!("../spmv-records.json.gz");
 /// The forest trained on them, gzipped JSON.
 const EMBEDDED_FOREST: &[u8] = include_bytes!("../spmv-forest.json.gz");
 
-/// What the no-GPU pick consults where the policy is unsure: the knob pick
-/// and, where one loads, the forest.
+/// What the no-GPU pick consults (and, in the judged former rule, only
+/// where the policy is unsure): the knob pick and, where one loads, the forest.
 #[derive(Debug, Clone, Copy)]
 pub struct RecordsPick<'p, 'k, 'a> {
     /// The knob pick.

@@ -1,6 +1,5 @@
-//! `cargo xtask spmv-records`: builds the SpMV records a no-GPU build
-//! consults where the learned policy is unsure
-//! (`sparserl_policies::spmv_records`) from the training datasets, merged
+//! `cargo xtask spmv-records`: builds the SpMV records whose pick a no-GPU
+//! build ships (`sparserl_policies::spmv_records`) from the training datasets, merged
 //! as `policy-loco` merges them, and the forest trained on them.
 
 use anyhow::{Context, Result};
