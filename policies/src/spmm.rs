@@ -13,7 +13,7 @@ use sparserl_rt::spmm::{SpmmStrategy, SpmmVariant, spmm_space};
 use sparserl_rt::{Features, ValueType};
 
 /// Version of the SpMM prior (part of SpMM cache keys).
-pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-7";
+pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-8";
 
 /// Lanes an H200-class GPU keeps busy at once (132 SMs x 2048 threads).
 const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
@@ -108,6 +108,9 @@ pub fn spmm_prior_score(
     layout: DenseLayout,
 ) -> f64 {
     let v = v.canonical();
+    if v.trans {
+        return transposed_score(&v, f, value, n);
+    }
     let n = n.max(1) as f64;
     let m = f.mean_row.max(1e-9);
     let vs = value.size() as f64;
@@ -181,6 +184,26 @@ pub fn spmm_prior_score(
     let block = block_factor(&v, f, n);
     let unroll = if v.unroll >= 4 && m >= 8.0 { 1.01 } else { 1.0 };
     (base * ldg * block * unroll).clamp(1e-6, 1.0)
+}
+
+/// Microseconds a transpose launch costs beyond its traffic (launch and
+/// tail of a short kernel).
+const TRANSPOSE_LAUNCH_US: f64 = 1.5;
+
+/// The transposed path (spmm-prior-8): the row-major variant's estimate
+/// turned into time (`compulsory / (rate score)`), plus the two transposes
+/// (X in, Y out: each reads and writes its dense matrix once, at 0.8 of
+/// the copy rate) and their launches, turned back into a fraction.
+fn transposed_score(v: &SpmmVariant, f: &Features, value: ValueType, n: usize) -> f64 {
+    let rm = SpmmVariant { trans: false, ..*v };
+    let score = spmm_prior_score(&rm, f, value, n, DenseLayout::RowMajor);
+    let vs = value.size() as f64;
+    let dense = (f.rows + f.cols) * n.max(1) as f64 * vs;
+    let compulsory = f.nnz * (vs + 4.0) + (f.rows + 1.0) * 4.0 + dense;
+    let t = compulsory / (DRAM_BYTES_PER_US * score)
+        + 2.0 * dense / (0.8 * DRAM_BYTES_PER_US)
+        + 2.0 * TRANSPOSE_LAUNCH_US;
+    (compulsory / (DRAM_BYTES_PER_US * t)).clamp(1e-6, 1.0)
 }
 
 /// Bytes of the smallest transaction of a gather (a 32-byte sector).

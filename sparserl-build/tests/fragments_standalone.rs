@@ -77,7 +77,9 @@ fn compile_spmm_fragment(dir: &Path, name: &str) {
              #define COARSEN 2\n#define TILE_K 4\n#define ITEMS 4\n#define SUB 1\n#define UNROLL 2\n\
              #define SPMM_LDG 1\n#define SPMM_LAYOUT {layout}\n#define SPMM_N {width}\n\
              #define SPMM_EPILOGUE {epilogue}\n#define ENTRY sparserl_fragment_test\n\
-             #include \"{name}\"\n"
+             #define SPMM_TRANSPOSE {transpose}\n#include \"{name}\"\n",
+            // The transpose fragment's direction (in, out); the others ignore it.
+            transpose = 1 + epilogue,
         );
         let opts = [format!("-I{}", dir.display())];
         let ptx = nvrtc::compile_ptx(&source, "compute_80", &opts)

@@ -33,9 +33,9 @@ enum Failure {
 fn check(k: &SpmmSource, ptxas: bool) -> Result<u32, Failure> {
     let ptx = nvrtc::compile_ptx(&k.source, "compute_80", &[])
         .map_err(|e| Failure::Compile(e.to_string()))?;
-    for e in &k.entries {
-        if !ptx.contains(&format!(".entry {}(", e.name)) {
-            return Err(Failure::Compile(format!("PTX has no entry {}", e.name)));
+    for name in k.entries.iter().map(|e| &e.name).chain(&k.transposes) {
+        if !ptx.contains(&format!(".entry {name}(")) {
+            return Err(Failure::Compile(format!("PTX has no entry {name}")));
         }
     }
     let mut regs = 0;

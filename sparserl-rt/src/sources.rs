@@ -31,6 +31,7 @@ pub const GENERATION: &[(&str, &str)] = &[
 pub const SPMM: &[(&str, &str)] = &[
     ("spmm/variant.rs", include_str!("spmm/variant.rs")),
     ("spmm/launch.rs", include_str!("spmm/launch.rs")),
+    ("spmm/workspace.rs", include_str!("spmm/workspace.rs")),
     ("dense.rs", include_str!("dense.rs")),
 ];
 

@@ -74,16 +74,37 @@ fn col_major_rows_with_local_columns_take_a_thread_per_row_at_every_width() {
         x_segments_per_nnz: 0.2,
         ..features(1.2e6, 2.4, 3.0, 4.0, 9.0)
     };
+    // (Among the kernels that read column-major X directly: the transposed
+    // path is ranked by its own estimate.)
+    let direct = |n| {
+        spmm_prior(&road, n, DenseLayout::ColMajor)
+            .into_iter()
+            .find(|v| !v.trans)
+            .unwrap()
+    };
     for n in [16, 64, 128, 256] {
-        let best = spmm_prior(&road, n, DenseLayout::ColMajor)[0];
+        let best = direct(n);
         assert_eq!(best.strategy, SpmmStrategy::ColTile, "n = {n}: {best}");
         assert_eq!(best.group, 1, "n = {n}: {best}");
     }
     // Lanes over the columns of a row fetch a sector per value.
     let rw = spmm_template_rule(256, DenseLayout::ColMajor);
-    let ct = spmm_prior(&road, 256, DenseLayout::ColMajor)[0];
+    let ct = direct(256);
     let score = |v| spmm_prior_score(&v, &road, ValueType::F32, 256, DenseLayout::ColMajor);
     assert!(score(ct) > score(rw), "{} against {}", score(ct), score(rw));
+}
+
+#[test]
+fn the_transposed_path_costs_its_transposes() {
+    // Its estimate is the row-major variant's, less the two passes over
+    // the dense matrices and their launches: below the row-major score.
+    let t = SpmmVariant::parse("row-warp.b256.g32.v4.c1.u1.ldg.t").unwrap();
+    let rm = SpmmVariant { trans: false, ..t };
+    for (f, n) in [(regular(), 64), (features(2e3, 8.0, 8.0, 12.0, 20.0), 64)] {
+        let cm = spmm_prior_score(&t, &f, ValueType::F32, n, DenseLayout::ColMajor);
+        let r = spmm_prior_score(&rm, &f, ValueType::F32, n, DenseLayout::RowMajor);
+        assert!(cm < r && cm > 0.0, "{cm} against {r}");
+    }
 }
 
 #[test]

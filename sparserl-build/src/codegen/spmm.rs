@@ -25,13 +25,15 @@ const SPMM_COMMON: &str = include_str!("../../kernels/spmm_common.cuh");
 const SPMM_ROW_WARP: &str = include_str!("../../kernels/spmm_row_warp.cu");
 const SPMM_NNZ_SPLIT: &str = include_str!("../../kernels/spmm_nnz_split.cu");
 const SPMM_COL_TILE: &str = include_str!("../../kernels/spmm_col_tile.cu");
+const SPMM_TRANSPOSE: &str = include_str!("../../kernels/spmm_transpose.cu");
 
 /// Every SpMM fragment (name, text), in a fixed order.
-const SPMM_FRAGMENTS: [(&str, &str); 4] = [
+const SPMM_FRAGMENTS: [(&str, &str); 5] = [
     ("spmm_common.cuh", SPMM_COMMON),
     ("spmm_row_warp.cu", SPMM_ROW_WARP),
     ("spmm_nnz_split.cu", SPMM_NNZ_SPLIT),
     ("spmm_col_tile.cu", SPMM_COL_TILE),
+    ("spmm_transpose.cu", SPMM_TRANSPOSE),
 ];
 
 /// [`SPMM_GENERATOR_VERSION`] plus a short hash of every SpMM fragment, this
@@ -78,8 +80,12 @@ pub struct SpmmSource {
     pub variant: SpmmVariant,
     /// Complete, self-contained source (no `#include`s).
     pub source: String,
-    /// Every main entry in it, tuned width first, plain before fused.
+    /// Every main entry in it, tuned width first, plain before fused (the
+    /// transposed path: plain only, the epilogue is the transposes').
     pub entries: Vec<SpmmEntry>,
+    /// The transposed path's transpose entries (`_tin`, then `_tout` plain
+    /// and fused); empty for other variants.
+    pub transposes: Vec<String>,
 }
 
 fn fragment(s: SpmmStrategy) -> &'static str {
@@ -115,9 +121,14 @@ fn push_header(
     let _ = writeln!(s, "// variant: {}", v.id());
     let _ = writeln!(
         s,
-        "// value type: {}, dense: {}",
+        "// value type: {}, dense: {}{}",
         value.as_str(),
-        layout.as_str()
+        layout.as_str(),
+        if v.trans {
+            " (through row-major workspaces)"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         s,
@@ -139,7 +150,7 @@ fn push_header(
         ("SPMM_LDG", u8::from(v.ldg_x).to_string()),
         (
             "SPMM_LAYOUT",
-            match layout {
+            match v.kernel_layout(layout) {
                 DenseLayout::RowMajor => "0",
                 DenseLayout::ColMajor => "1",
             }
@@ -172,9 +183,10 @@ pub fn generate_spmm(
     let mut eps: Vec<SpmmEpilogue> = epilogues.to_vec();
     eps.sort();
     eps.dedup();
+    let main_eps: &[SpmmEpilogue] = if v.trans { &[] } else { &eps };
     let mut entries = Vec::new();
     for w in width.into_iter().map(Some).chain([None]) {
-        for e in [None].into_iter().chain(eps.iter().copied().map(Some)) {
+        for e in [None].into_iter().chain(main_eps.iter().copied().map(Some)) {
             entries.push(SpmmEntry {
                 width: w,
                 epilogue: e,
@@ -203,11 +215,45 @@ pub fn generate_spmm(
         let _ = writeln!(s, "#define ENTRY {}", e.name);
         push_body(&mut s, fragment(v.strategy));
     }
+    let transposes = if v.trans {
+        push_transposes(&mut s, &v, value, layout, &eps)
+    } else {
+        Vec::new()
+    };
     Ok(SpmmSource {
         variant: v,
         source: s,
         entries,
+        transposes,
     })
+}
+
+/// Appends the transposed path's entries (`spmm_transpose.cu`): `_tin`,
+/// then `_tout` plain and with each epilogue; their names.
+fn push_transposes(
+    s: &mut String,
+    v: &SpmmVariant,
+    value: ValueType,
+    layout: DenseLayout,
+    eps: &[SpmmEpilogue],
+) -> Vec<String> {
+    let mut units = vec![(1, None, v.tin_entry(value, layout))];
+    for e in [None].into_iter().chain(eps.iter().copied().map(Some)) {
+        units.push((2, e, v.tout_entry(value, layout, e)));
+    }
+    for (dir, e, name) in &units {
+        let _ = writeln!(s);
+        let _ = writeln!(s, "// ---- entry {name} ----");
+        for m in ["SPMM_N", "SPMM_EPILOGUE", "ENTRY", "SPMM_TRANSPOSE"] {
+            let _ = writeln!(s, "#undef {m}");
+        }
+        let _ = writeln!(s, "#define SPMM_N 0");
+        let _ = writeln!(s, "#define SPMM_EPILOGUE {}", e.map_or(0, |e| e.code()));
+        let _ = writeln!(s, "#define SPMM_TRANSPOSE {dir}");
+        let _ = writeln!(s, "#define ENTRY {name}");
+        push_body(s, SPMM_TRANSPOSE);
+    }
+    units.into_iter().map(|(_, _, name)| name).collect()
 }
 
 #[cfg(test)]

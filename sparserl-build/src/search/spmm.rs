@@ -348,12 +348,16 @@ fn explore_width(
     }
 }
 
-/// The first variant of each strategy in `list`, in `list`'s order: the
-/// candidates exploration measures before it climbs.
+/// The first variant of each family (strategy, and whether it runs on the
+/// transposed path) in `list`, in `list`'s order: the candidates
+/// exploration measures before it climbs.
 pub fn scouts(list: &[SpmmVariant]) -> Vec<SpmmVariant> {
     let mut out: Vec<SpmmVariant> = Vec::new();
     for v in list {
-        if !out.iter().any(|u| u.strategy == v.strategy) {
+        if !out
+            .iter()
+            .any(|u| u.strategy == v.strategy && u.trans == v.trans)
+        {
             out.push(*v);
         }
     }
@@ -374,8 +378,8 @@ pub fn search_head(list: &[SpmmVariant], k: usize) -> Vec<SpmmVariant> {
 }
 
 /// The variants of `list` that differ from `v` in one knob (same strategy:
-/// block, group, vector width, coarsening, tile, items, range cut, unroll
-/// or the load path), in `list`'s order.
+/// block, group, vector width, coarsening, tile, items, range cut, unroll,
+/// the load path or the transposed path), in `list`'s order.
 pub fn neighbors(v: &SpmmVariant, list: &[SpmmVariant]) -> Vec<SpmmVariant> {
     let v = v.canonical();
     let knobs = |u: &SpmmVariant| {
@@ -390,6 +394,7 @@ pub fn neighbors(v: &SpmmVariant, list: &[SpmmVariant]) -> Vec<SpmmVariant> {
             u.sub,
             u.unroll,
             u32::from(u.ldg_x),
+            u32::from(u.trans),
         ]
     };
     let mine = knobs(&v);

@@ -82,6 +82,9 @@ pub struct Gpu {
     ctl: Arc<CaptureCtl>,
     /// Small buffers passed for kernel parameters a launch does not use.
     spare: Arc<Shared<(CudaSlice<f64>, CudaSlice<u32>)>>,
+    /// The transposed SpMM path's workspaces, per value type
+    /// ([`crate::spmm::workspace`]).
+    spmm_ws: Arc<Mutex<crate::spmm::workspace::Slots>>,
 }
 
 impl fmt::Debug for Gpu {
@@ -144,6 +147,7 @@ impl Gpu {
             l2_bytes,
             sm_count,
             spare: Arc::new(Shared::new(&ctl, spare)),
+            spmm_ws: Arc::default(),
             ctl,
         })
     }
@@ -237,6 +241,11 @@ impl Gpu {
     /// (owned by the `Gpu`, which every graph holds).
     pub(crate) fn spare(&self) -> &(CudaSlice<f64>, CudaSlice<u32>) {
         &self.spare
+    }
+
+    /// The transposed SpMM path's workspaces (shared by the clones).
+    pub(crate) fn spmm_workspaces(&self) -> &Mutex<crate::spmm::workspace::Slots> {
+        &self.spmm_ws
     }
 
     /// Waits for all work queued on the stream.

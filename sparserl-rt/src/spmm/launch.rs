@@ -19,7 +19,9 @@
 //! get their final value), the main entry, and `<entry>_post` (the epilogue's ReLU on the
 //! cut rows), launched in that order on the one stream.
 
-use super::variant::{SpmmEpilogue, SpmmShape, SpmmVariant};
+use super::variant::{SpmmEpilogue, SpmmShape, SpmmVariant, TRANSPOSE_BLOCK, workspace_ld};
+use super::workspace::with_workspace;
+use crate::capture::Enter;
 use crate::dense::{DenseLayout, DeviceDense};
 use crate::device::{DeviceCsr, DeviceVec, Gpu, Scalar};
 use crate::error::RtError;
@@ -150,7 +152,80 @@ impl SpmmSpec {
     }
 }
 
-/// The loaded entries of one SpMM launch: main, and the nnz-split passes.
+/// The entry names of one SpMM launch of `variant` at `width` with
+/// `epilogue`: main, the nnz-split passes, and the transposed path's
+/// transposes (whose main and passes are the plain ones: the epilogue is
+/// applied by the transpose that writes Y).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpmmEntryNames {
+    /// Main entry.
+    pub main: String,
+    /// Pre-pass (nnz-split).
+    pub prep: Option<String>,
+    /// Post-pass (nnz-split with an epilogue, not transposed).
+    pub post: Option<String>,
+    /// X into the row-major workspace (transposed path).
+    pub tin: Option<String>,
+    /// Y back from the workspace (transposed path).
+    pub tout: Option<String>,
+}
+
+impl SpmmEntryNames {
+    /// The names for `v` (canonical) with `value`, `layout`, `width`, `epilogue`.
+    pub fn of(
+        v: &SpmmVariant,
+        value: ValueType,
+        layout: DenseLayout,
+        width: Option<usize>,
+        epilogue: Option<SpmmEpilogue>,
+    ) -> SpmmEntryNames {
+        let main_epilogue = if v.trans { None } else { epilogue };
+        let main = v.entry(value, layout, width, main_epilogue);
+        let passes = v.strategy.has_passes();
+        SpmmEntryNames {
+            prep: passes.then(|| format!("{main}_prep")),
+            post: (passes && main_epilogue.is_some()).then(|| format!("{main}_post")),
+            tin: v.trans.then(|| v.tin_entry(value, layout)),
+            tout: v.trans.then(|| v.tout_entry(value, layout, epilogue)),
+            main,
+        }
+    }
+
+    /// Every name, in the order of [`SpmmEntryNames::from_list`].
+    pub fn list(&self) -> Vec<String> {
+        let mut out = vec![self.main.clone()];
+        for n in [&self.prep, &self.post, &self.tin, &self.tout]
+            .into_iter()
+            .flatten()
+        {
+            out.push(n.clone());
+        }
+        out
+    }
+
+    /// [`SpmmFunctions`] from the functions of [`SpmmEntryNames::list`], in order.
+    pub fn functions(
+        &self,
+        variant: SpmmVariant,
+        width: Option<usize>,
+        mut next: impl FnMut() -> Result<CudaFunction, RtError>,
+    ) -> Result<SpmmFunctions, RtError> {
+        let main = next()?;
+        let mut opt = |name: &Option<String>| name.as_ref().map(|_| next()).transpose();
+        Ok(SpmmFunctions {
+            variant,
+            width,
+            main,
+            prep: opt(&self.prep)?,
+            post: opt(&self.post)?,
+            tin: opt(&self.tin)?,
+            tout: opt(&self.tout)?,
+        })
+    }
+}
+
+/// The loaded entries of one SpMM launch: main, the nnz-split passes and
+/// the transposed path's transposes.
 #[derive(Debug, Clone)]
 pub struct SpmmFunctions {
     /// The variant they were generated for.
@@ -163,6 +238,11 @@ pub struct SpmmFunctions {
     pub prep: Option<CudaFunction>,
     /// Post-pass (nnz-split with an epilogue).
     pub post: Option<CudaFunction>,
+    /// X into the row-major workspace (transposed path).
+    pub tin: Option<CudaFunction>,
+    /// Y back from the workspace, with `alpha`, `beta` and the epilogue
+    /// (transposed path).
+    pub tout: Option<CudaFunction>,
 }
 
 /// Loads the entries of `variant` (width `width`, fused with `epilogue`)
@@ -178,23 +258,13 @@ pub(crate) fn load_spmm(
 ) -> Result<SpmmFunctions, RtError> {
     let image = module.image_for(kernel, gpu.compute_capability())?;
     let v = module.variant;
-    let entry = v.entry(value, layout, width, epilogue);
-    let load = |name: &str| load_entry(gpu, kernel, name, image, module.source);
-    let passes = v.strategy.has_passes();
-    Ok(SpmmFunctions {
-        variant: v,
-        width,
-        main: load(&entry)?,
-        prep: if passes {
-            Some(load(&format!("{entry}_prep"))?)
-        } else {
-            None
-        },
-        post: if passes && epilogue.is_some() {
-            Some(load(&format!("{entry}_post"))?)
-        } else {
-            None
-        },
+    let names = SpmmEntryNames::of(&v, value, layout, width, epilogue);
+    let mut list = names.list().into_iter();
+    names.functions(v, width, || {
+        let name = list
+            .next()
+            .ok_or_else(|| RtError::Compile("SpMM entry list mismatch".into()))?;
+        load_entry(gpu, kernel, &name, image, module.source)
     })
 }
 
@@ -263,8 +333,9 @@ pub(crate) fn check_spmm<T: Scalar>(
     Ok(())
 }
 
-/// Queues the entries of `f` on `gpu`'s stream (asynchronous; no
-/// allocation, no host synchronisation, so it may be captured).
+/// Queues the entries of `f` on `gpu`'s stream (asynchronous; no host
+/// synchronisation, so it may be captured; the transposed path's first call
+/// of a shape allocates its workspaces, which a capture refuses).
 ///
 /// Crate-internal: `f` must have been loaded from a module generated for
 /// `f.variant` with this value type, layout and width (as [`SpmmKernel`]'s
@@ -280,6 +351,12 @@ pub(crate) fn launch_spmm<T: Scalar>(
         variant: v.id(),
         reason: reason.to_string(),
     })?;
+    if v.trans != (f.tin.is_some() && f.tout.is_some()) {
+        return Err(RtError::InvalidVariant {
+            variant: v.id(),
+            reason: "transpose entries do not match the variant".into(),
+        });
+    }
     let n = ops.x.cols();
     if f.width.is_some_and(|w| w != n) {
         return Err(RtError::InvalidArgument(format!(
@@ -291,6 +368,13 @@ pub(crate) fn launch_spmm<T: Scalar>(
         return Ok(());
     }
     let shape: SpmmShape = (ops.a.rows(), ops.a.cols(), ops.a.nnz(), n);
+    // One guard for every launch of the call: a capture begun by another
+    // thread waits until the whole sequence is queued (it neither records
+    // part of it nor refuses its later launches).
+    let enter = gpu.enqueue("SpmmKernel::spmm")?;
+    if let (Some(tin), Some(tout)) = (&f.tin, &f.tout) {
+        return launch_transposed(gpu, &enter, f, (tin, tout), shape, ops);
+    }
     let bias = ops.bias.map_or(ops.x.as_slice(), |b| b.as_slice());
     let raw = RawArgs {
         shape,
@@ -300,15 +384,63 @@ pub(crate) fn launch_spmm<T: Scalar>(
         beta: ops.beta,
         bias,
     };
-    let y = ops.y.as_mut_slice();
-    if let Some(prep) = &f.prep {
-        raw.launch(gpu, ops.a, prep, v.pass_grid(shape.0), v.block, y)?;
-    }
-    raw.launch(gpu, ops.a, &f.main, v.grid(shape), v.block, y)?;
-    if let Some(post) = &f.post {
-        raw.launch(gpu, ops.a, post, v.pass_grid(shape.0), v.block, y)?;
-    }
-    Ok(())
+    raw.main(&enter, ops.a, f, ops.y.as_mut_slice())
+}
+
+/// The transposed path: X into the row-major workspace, the row-major
+/// kernel (plain: `alpha` 1, `beta` 0) into the Y workspace, then Y written
+/// back with `alpha`, `beta` and the epilogue; all under the workspace lock.
+fn launch_transposed<T: Scalar>(
+    gpu: &Gpu,
+    enter: &Enter<'_>,
+    f: &SpmmFunctions,
+    (tin, tout): (&CudaFunction, &CudaFunction),
+    shape: SpmmShape,
+    ops: SpmmOperands<'_, T>,
+) -> Result<(), RtError> {
+    let (rows, cols, _, n) = shape;
+    let ld = workspace_ld(n);
+    let len = |r: usize| r.checked_mul(ld).filter(|&l| l < i32::MAX as usize);
+    let (Some(x_len), Some(y_len)) = (len(cols), len(rows)) else {
+        return Err(RtError::InvalidArgument(format!(
+            "the row-major workspaces of a {rows} x {cols} SpMM at N = {n} exceed 2^31 elements"
+        )));
+    };
+    with_workspace::<T, _>(gpu, x_len, y_len, |wx, wy| {
+        let block = TRANSPOSE_BLOCK;
+        let zero = T::from_f64(0.0);
+        // X (cols x n, column-major) -> wx (row-major, ld).
+        let into = RawArgs {
+            shape,
+            x: (ops.x.as_slice(), ops.x.ld()),
+            ldy: ld,
+            alpha: zero,
+            beta: zero,
+            bias: ops.x.as_slice(),
+        };
+        let grid = SpmmVariant::transpose_grid(cols, n);
+        into.launch(enter, ops.a, tin, grid, block, wx.as_mut_slice())?;
+        let main = RawArgs {
+            shape,
+            x: (wx.as_slice(), ld),
+            ldy: ld,
+            alpha: T::from_f64(1.0),
+            beta: zero,
+            bias: wx.as_slice(),
+        };
+        main.main(enter, ops.a, f, wy.as_mut_slice())?;
+        // wy (rows x n, row-major) -> Y with alpha, beta and the epilogue.
+        let back = RawArgs {
+            shape,
+            x: (wy.as_slice(), ld),
+            ldy: ops.y.ld(),
+            alpha: ops.alpha,
+            beta: ops.beta,
+            bias: ops.bias.map_or(wy.as_slice(), |b| b.as_slice()),
+        };
+        let grid = SpmmVariant::transpose_grid(rows, n);
+        back.launch(enter, ops.a, tout, grid, block, ops.y.as_mut_slice())
+    })
 }
 
 /// The kernel ABI's arguments other than the matrix and `y`.
@@ -322,10 +454,29 @@ struct RawArgs<'a, T: Scalar> {
 }
 
 impl<T: Scalar> RawArgs<'_, T> {
+    /// The main entry of `f`, with its nnz-split passes around it.
+    fn main(
+        &self,
+        enter: &Enter<'_>,
+        a: &DeviceCsr<T>,
+        f: &SpmmFunctions,
+        y: &mut CudaSlice<T>,
+    ) -> Result<(), RtError> {
+        let v = f.variant;
+        if let Some(prep) = &f.prep {
+            self.launch(enter, a, prep, v.pass_grid(self.shape.0), v.block, y)?;
+        }
+        self.launch(enter, a, &f.main, v.grid(self.shape), v.block, y)?;
+        if let Some(post) = &f.post {
+            self.launch(enter, a, post, v.pass_grid(self.shape.0), v.block, y)?;
+        }
+        Ok(())
+    }
+
     /// The one `unsafe` SpMM kernel launch.
     fn launch(
         &self,
-        gpu: &Gpu,
+        stream: &Enter<'_>,
         a: &DeviceCsr<T>,
         func: &CudaFunction,
         grid: u32,
@@ -341,7 +492,6 @@ impl<T: Scalar> RawArgs<'_, T> {
             block_dim: (block, 1, 1),
             shared_mem_bytes: 0,
         };
-        let stream = gpu.enqueue("SpmmKernel::spmm")?;
         let mut b = stream.launch_builder(func);
         b.arg(&rows)
             .arg(&cols)
@@ -367,7 +517,11 @@ impl<T: Scalar> RawArgs<'_, T> {
         // the elements its shape occupies), the bias `n` entries (or x is
         // passed in its place and not read: plain entries never touch it);
         // the CSR arrays were validated at upload, so every index the kernel
-        // forms is inside these buffers (offsets in 64 bits). An entry of a
+        // forms is inside these buffers (offsets in 64 bits). The transposed
+        // path passes workspaces as x or y: `with_workspace` holds at least
+        // `cols ld` (X copy) and `rows ld` (Y copy) elements with `ld` =
+        // `workspace_ld(n) >= n`, and a transpose entry reads `cols` (in) or
+        // `rows` (out) rows of `n` columns of its x and writes as many of its y. An entry of a
         // compile-time width returns at once for another `n`. Everything is
         // used and freed in this stream's order, and the buffers outlive the
         // queued launch (their owners are borrowed for this call and free on

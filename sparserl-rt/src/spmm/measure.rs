@@ -4,7 +4,7 @@
 //! [`time_launches`]: warm-up, median of many, short launches as graph
 //! replays, rotating X / Y copies when the working set fits in L2).
 
-use super::launch::{SpmmFunctions, SpmmOperands, check_spmm, launch_spmm};
+use super::launch::{SpmmEntryNames, SpmmFunctions, SpmmOperands, check_spmm, launch_spmm};
 use super::reference::{SpmmCase, max_row_rel_err, spmm_reference};
 use super::variant::{SpmmEpilogue, SpmmVariant, spmm_bytes};
 use crate::csr::Csr;
@@ -405,26 +405,6 @@ pub unsafe fn load_source<T: Scalar>(
     unsafe { load_ptx(gpu, &ptx, variant, T::TYPE, layout, width, epilogue) }
 }
 
-/// The entry names of `variant` at `width` with `epilogue`: main, then the
-/// nnz-split passes.
-fn entry_names(
-    v: &SpmmVariant,
-    value: ValueType,
-    layout: DenseLayout,
-    width: Option<usize>,
-    epilogue: Option<SpmmEpilogue>,
-) -> Vec<String> {
-    let entry = v.entry(value, layout, width, epilogue);
-    let mut names = vec![entry.clone()];
-    if v.strategy.has_passes() {
-        names.push(format!("{entry}_prep"));
-        if epilogue.is_some() {
-            names.push(format!("{entry}_post"));
-        }
-    }
-    names
-}
-
 /// [`load_source`] for PTX already compiled from such a source.
 ///
 /// # Safety
@@ -512,31 +492,21 @@ unsafe fn load_entries(
     which: &[(Option<usize>, Option<SpmmEpilogue>)],
 ) -> Result<Vec<SpmmFunctions>, RtError> {
     let v = variant.canonical();
-    let lists: Vec<Vec<String>> = which
+    let names: Vec<SpmmEntryNames> = which
         .iter()
-        .map(|&(w, e)| entry_names(&v, value, layout, w, e))
+        .map(|&(w, e)| SpmmEntryNames::of(&v, value, layout, w, e))
         .collect();
-    let flat: Vec<String> = lists.iter().flatten().cloned().collect();
+    let flat: Vec<String> = names.iter().flat_map(SpmmEntryNames::list).collect();
     // SAFETY: forwarded from the caller's contract (the entries are those
     // of `ptx`, a unit of this variant, value type and layout).
     let mut funcs = unsafe { gpu.functions_of_module(&flat, image) }?.into_iter();
     let mut out = Vec::with_capacity(which.len());
-    for (&(width, _), names) in which.iter().zip(&lists) {
-        let mut next = || {
+    for (&(width, _), names) in which.iter().zip(&names) {
+        out.push(names.functions(v, width, || {
             funcs
                 .next()
                 .ok_or_else(|| RtError::Compile("SpMM entry list mismatch".into()))
-        };
-        let main = next()?;
-        let prep = if names.len() > 1 { Some(next()?) } else { None };
-        let post = if names.len() > 2 { Some(next()?) } else { None };
-        out.push(SpmmFunctions {
-            variant: v,
-            width,
-            main,
-            prep,
-            post,
-        });
+        })?);
     }
     Ok(out)
 }

@@ -11,8 +11,9 @@ pub mod launch;
 pub mod measure;
 pub mod reference;
 pub mod variant;
+pub(crate) mod workspace;
 
-pub use launch::{SpmmFunctions, SpmmImage, SpmmKernel, SpmmModule, SpmmSpec};
+pub use launch::{SpmmEntryNames, SpmmFunctions, SpmmImage, SpmmKernel, SpmmModule, SpmmSpec};
 #[cfg(feature = "tools")]
 pub use measure::{SpmmBench, SpmmMeasurement};
 pub use reference::{SpmmCase, max_row_rel_err, spmm_reference};

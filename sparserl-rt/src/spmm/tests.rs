@@ -33,6 +33,75 @@ fn every_point_of_the_space_is_valid_and_round_trips() {
 }
 
 #[test]
+fn the_transposed_path_is_column_major_with_row_major_kernels() {
+    let t = SpmmVariant::parse("row-warp.b256.g32.v4.c1.u1.ldg.t").unwrap();
+    assert!(t.trans);
+    assert_eq!(
+        t.kernel_layout(DenseLayout::ColMajor),
+        DenseLayout::RowMajor
+    );
+    t.validate_for(DenseLayout::ColMajor).unwrap();
+    assert!(matches!(
+        t.validate_for(DenseLayout::RowMajor),
+        Err(SpmmVariantError::Trans(_))
+    ));
+    let plain = SpmmVariant { trans: false, ..t };
+    assert_eq!(
+        plain.validate_for(DenseLayout::ColMajor),
+        Err(SpmmVariantError::VecNeedsRowMajor(4))
+    );
+    // Serialised without the field unless set: earlier records read the same.
+    assert!(!serde_json::to_string(&plain).unwrap().contains("trans"));
+    assert!(
+        serde_json::to_string(&t)
+            .unwrap()
+            .contains("\"trans\":true")
+    );
+    for n in WIDTHS {
+        let cm = spmm_space(n, DenseLayout::ColMajor);
+        let rm = spmm_space(n, DenseLayout::RowMajor);
+        let through: Vec<SpmmVariant> = cm
+            .iter()
+            .filter(|v| v.trans)
+            .map(|v| SpmmVariant { trans: false, ..*v })
+            .collect();
+        let rm_rows: Vec<SpmmVariant> = rm
+            .into_iter()
+            .filter(|v| v.strategy != SpmmStrategy::ColTile)
+            .collect();
+        assert_eq!(through, rm_rows, "n={n}");
+        assert!(
+            spmm_space(n, DenseLayout::RowMajor)
+                .iter()
+                .all(|v| !v.trans)
+        );
+    }
+    let names = SpmmEntryNames::of(
+        &t,
+        ValueType::F32,
+        DenseLayout::ColMajor,
+        Some(64),
+        Some(SpmmEpilogue::BiasRelu),
+    );
+    assert!(!names.main.contains("bias_relu"), "{}", names.main);
+    assert!(names.main.ends_with("_ldg_t_cm_f32_n64"), "{}", names.main);
+    assert_eq!(names.post, None);
+    assert!(
+        names
+            .tin
+            .as_deref()
+            .is_some_and(|s| s.ends_with("_cm_f32_tin"))
+    );
+    assert!(
+        names
+            .tout
+            .as_deref()
+            .is_some_and(|s| s.ends_with("_cm_f32_tout_bias_relu"))
+    );
+    assert_eq!(names.list().len(), 3);
+}
+
+#[test]
 fn fallback_is_valid_for_every_layout() {
     for layout in DenseLayout::ALL {
         SpmmVariant::FALLBACK.validate_for(layout).unwrap();
@@ -54,6 +123,9 @@ fn bad_ids_and_parameters_are_errors() {
         // Not canonical: order and ignored fields.
         "row-warp.b256.v1.g8.c1.u1",
         "col-tile.b128.g1.k4.v2.u1",
+        // The transposed path: only at the end, not on col-tile.
+        "row-warp.b256.g8.v1.c1.u1.t.ldg",
+        "col-tile.b128.g1.k4.u2.ldg.t",
     ] {
         assert!(SpmmVariant::parse(bad).is_err(), "{bad}");
     }
@@ -395,6 +467,7 @@ proptest::proptest! {
         sub in 0u32..4,
         unroll in 0u32..5,
         ldg in proptest::bool::ANY,
+        trans in proptest::bool::ANY,
     ) {
         let v = SpmmVariant {
             strategy: SpmmStrategy::ALL[s],
@@ -407,6 +480,7 @@ proptest::proptest! {
             sub: 1 << sub,
             unroll: 1 << unroll,
             ldg_x: ldg,
+            trans,
         };
         match v.validate() {
             Ok(()) => proptest::prop_assert_eq!(SpmmVariant::parse(&v.id()), Ok(v.canonical())),

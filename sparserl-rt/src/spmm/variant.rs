@@ -11,6 +11,16 @@ use std::str::FromStr;
 /// 32 rows, fewer waves of nearly idle warps.
 pub const PASS_WARPS: usize = 16_384;
 
+/// Threads per block of the transposed path's transpose entries (32 x 8
+/// threads per 32 x 32 tile).
+pub const TRANSPOSE_BLOCK: u32 = 256;
+
+/// The transposed path's workspaces have this many columns for width `n`
+/// (`n` rounded up to 4, so that vector loads of 4 columns stay aligned).
+pub const fn workspace_ld(n: usize) -> usize {
+    n.div_ceil(4) * 4
+}
+
 /// How an SpMM kernel maps work to threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -141,6 +151,14 @@ pub struct SpmmVariant {
     pub unroll: u32,
     /// Load X through the read-only data cache (`__ldg`).
     pub ldg_x: bool,
+    /// Column-major X and Y through row-major workspaces (row-warp,
+    /// nnz-split; column-major only): X is transposed into a row-major
+    /// copy, the row-major kernel (vector loads of whole X rows) writes a
+    /// row-major Y, and a second transpose applies `alpha`, `beta` and the
+    /// epilogue while it writes Y back. Costs two passes over the dense
+    /// matrices; saves a strided gather per nonzero and column. Id suffix `.t`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub trans: bool,
 }
 
 /// The sizes a kernel sees: rows of A, columns of A (rows of X), nonzeros, width N.
@@ -178,6 +196,9 @@ pub enum SpmmVariantError {
     /// Vector loads along the strided rows of a col-major X.
     #[error("vec {0} needs row-major X (col-major rows are strided)")]
     VecNeedsRowMajor(u32),
+    /// The transposed path of a layout that needs none, or of col-tile.
+    #[error("`.t` (column-major through row-major workspaces) {0}")]
+    Trans(&'static str),
     /// An id whose first part names no strategy.
     #[error("unknown SpMM strategy `{strategy}` in `{id}`")]
     UnknownStrategy {
@@ -226,6 +247,7 @@ impl SpmmVariant {
             sub: 1,
             unroll: 1,
             ldg_x: true,
+            trans: false,
         };
         match strategy {
             SpmmStrategy::RowWarp => v,
@@ -277,7 +299,8 @@ impl SpmmVariant {
         }
     }
 
-    /// Checks the parameter ranges; the first violation.
+    /// Checks the parameter ranges (and that `.t` is not on col-tile); the
+    /// first violation.
     pub fn validate(&self) -> Result<(), SpmmVariantError> {
         let v = self.canonical();
         if !v.block.is_multiple_of(32) || !(64..=1024).contains(&v.block) {
@@ -304,14 +327,34 @@ impl SpmmVariant {
         if ![1, 2, 4, 8].contains(&v.unroll) {
             return Err(SpmmVariantError::Unroll(v.unroll));
         }
+        if v.trans && v.strategy == SpmmStrategy::ColTile {
+            return Err(SpmmVariantError::Trans(
+                "applies to row-warp and nnz-split, not col-tile",
+            ));
+        }
         Ok(())
+    }
+
+    /// The layout the main kernel sees: row-major for the transposed path
+    /// ([`SpmmVariant::trans`]), else `layout`.
+    pub const fn kernel_layout(&self, layout: DenseLayout) -> DenseLayout {
+        if self.trans {
+            DenseLayout::RowMajor
+        } else {
+            layout
+        }
     }
 
     /// [`SpmmVariant::validate`] plus what the dense layout allows (vector
     /// loads only along contiguous rows of a row-major X).
     pub fn validate_for(&self, layout: DenseLayout) -> Result<(), SpmmVariantError> {
         self.validate()?;
-        if layout == DenseLayout::ColMajor && self.canonical().vec > 1 {
+        if self.trans && layout == DenseLayout::RowMajor {
+            return Err(SpmmVariantError::Trans(
+                "is for column-major dense matrices",
+            ));
+        }
+        if self.kernel_layout(layout) == DenseLayout::ColMajor && self.canonical().vec > 1 {
             return Err(SpmmVariantError::VecNeedsRowMajor(self.vec));
         }
         Ok(())
@@ -351,6 +394,9 @@ impl SpmmVariant {
         if v.ldg_x {
             s += ".ldg";
         }
+        if v.trans {
+            s += ".t";
+        }
         s
     }
 
@@ -372,6 +418,10 @@ impl SpmmVariant {
         for p in parts {
             if p == "ldg" {
                 v.ldg_x = true;
+                continue;
+            }
+            if p == "t" {
+                v.trans = true;
                 continue;
             }
             let (key, num) = p.split_at(p.chars().next().map_or(0, char::len_utf8));
@@ -444,6 +494,36 @@ impl SpmmVariant {
         s
     }
 
+    /// The transposed path's entry that copies a column-major X into the
+    /// row-major workspace (`<entry_name>_tin`).
+    pub fn tin_entry(&self, value: ValueType, layout: DenseLayout) -> String {
+        format!("{}_tin", self.entry_name(value, layout))
+    }
+
+    /// The transposed path's entry that writes Y back from the row-major
+    /// workspace, applying `alpha`, `beta` and `epilogue`
+    /// (`<entry_name>_tout`, + `_` epilogue suffix).
+    pub fn tout_entry(
+        &self,
+        value: ValueType,
+        layout: DenseLayout,
+        epilogue: Option<SpmmEpilogue>,
+    ) -> String {
+        let mut s = format!("{}_tout", self.entry_name(value, layout));
+        if let Some(e) = epilogue {
+            s += "_";
+            s += e.suffix();
+        }
+        s
+    }
+
+    /// Grid of a transpose entry over an `r x n` dense matrix: a block of
+    /// [`TRANSPOSE_BLOCK`] threads per 32 x 32 tile (grid-stride past 2^20 tiles).
+    pub fn transpose_grid(r: usize, n: usize) -> u32 {
+        let tiles = (r.div_ceil(32) as u128) * (n.div_ceil(32) as u128);
+        tiles.clamp(1, 1 << 20) as u32
+    }
+
     /// Grid (blocks of [`SpmmVariant::block`]) of the main entry for a
     /// shape (any grid is correct: the kernels loop grid-stride).
     pub fn grid(&self, shape: SpmmShape) -> u32 {
@@ -488,6 +568,10 @@ impl FromStr for SpmmVariant {
 
 fn one() -> u32 {
     1
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Compulsory bytes of one SpMM `Y = A X` with `n` columns and values of
@@ -586,7 +670,9 @@ fn nnz_split_points(np: u32, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
 
 /// The SpMM design space for width `n_cols` and `layout`: every point
 /// valid for that layout, none whose column chunk is far wider than the
-/// width (lanes that would idle), in a fixed order.
+/// width (lanes that would idle), in a fixed order. Column-major also
+/// holds the row-major row-warp and nnz-split points on the transposed path
+/// ([`SpmmVariant::trans`]).
 pub fn spmm_space(n_cols: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
     let np = pow2_at_least(n_cols);
     let mut out = Vec::new();
@@ -596,6 +682,13 @@ pub fn spmm_space(n_cols: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
     };
     row_warp_points(np, layout, vecs, &mut out);
     nnz_split_points(np, vecs, &mut out);
+    if layout == DenseLayout::ColMajor {
+        // The transposed path: the row-major points through workspaces.
+        let mut rm = Vec::new();
+        row_warp_points(np, DenseLayout::RowMajor, &[1, 2, 4], &mut rm);
+        nnz_split_points(np, &[1, 2, 4], &mut rm);
+        out.extend(rm.into_iter().map(|v| SpmmVariant { trans: true, ..v }));
+    }
     // Col-tile: lanes over nonzeros, a register tile of columns.
     for group in [1, 4, 32] {
         for tile in [1, 2, 4, 8, 16] {

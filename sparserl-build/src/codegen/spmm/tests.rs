@@ -15,6 +15,42 @@ fn nvrtc_available() -> bool {
 }
 
 #[test]
+fn transposed_units_hold_row_major_kernels_and_the_transposes() {
+    let t = SpmmVariant::parse("nnz-split.b256.i4.v4.c1.u4.ldg.t").unwrap();
+    let k = generate_spmm(
+        &t,
+        ValueType::F32,
+        DenseLayout::ColMajor,
+        Some(64),
+        &[SpmmEpilogue::BiasRelu],
+    )
+    .unwrap();
+    // Mains plain only: the epilogue is applied by the transpose out.
+    let mains: Vec<_> = k.entries.iter().map(|e| (e.width, e.epilogue)).collect();
+    assert_eq!(mains, [(Some(64), None), (None, None)]);
+    assert_eq!(
+        k.transposes,
+        [
+            t.tin_entry(ValueType::F32, DenseLayout::ColMajor),
+            t.tout_entry(ValueType::F32, DenseLayout::ColMajor, None),
+            t.tout_entry(
+                ValueType::F32,
+                DenseLayout::ColMajor,
+                Some(SpmmEpilogue::BiasRelu)
+            ),
+        ]
+    );
+    assert!(k.source.contains("#define SPMM_LAYOUT 0\n"));
+    assert!(generate_spmm(&t, ValueType::F32, DenseLayout::RowMajor, None, &[]).is_err());
+    if nvrtc_available() {
+        let ptx = nvrtc::compile_ptx(&k.source, "compute_80", &[]).unwrap();
+        for name in k.entries.iter().map(|e| &e.name).chain(&k.transposes) {
+            assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
+        }
+    }
+}
+
+#[test]
 fn units_hold_tuned_generic_and_fused_entries() {
     let v = SpmmVariant::FALLBACK;
     let k = generate_spmm(
@@ -54,6 +90,7 @@ fn units_hold_tuned_generic_and_fused_entries() {
     )
     .unwrap();
     assert_eq!(k, again);
+    assert!(k.transposes.is_empty());
     let generic = generate_spmm(&v, ValueType::F64, DenseLayout::ColMajor, None, &[]).unwrap();
     assert_eq!(generic.entries.len(), 1);
     assert!(generic.entries[0].name.ends_with("_cm_f64_nx"));
