@@ -42,6 +42,7 @@ pub mod pick;
 pub mod prepared;
 pub mod provenance;
 pub mod spmm;
+pub mod spmm_forest;
 pub mod spmm_knobs;
 pub mod spmm_model;
 pub mod spmm_records;

@@ -6,6 +6,7 @@
 //! type and layout.
 
 use crate::linalg::cholesky_solve;
+use crate::spmm_forest::SpmmForest;
 use crate::spmm_knobs::{KnobModel, expand};
 use crate::spmm_records::{MIN_VOTES, NEIGHBOURS, SIZE_DIMS, SpmmRecord, SpmmRecords};
 use sparserl_rt::ValueType;
@@ -34,6 +35,9 @@ pub struct PickRule {
     /// blocks) is measured on the few large records, which a matrix of
     /// another shape does not have among its nearest.
     pub size_votes: bool,
+    /// Weight of the forest's prediction ([`crate::spmm_forest`]); the rest
+    /// goes to the score above, taken as a log fraction.
+    pub forest_share: f64,
 }
 
 impl PickRule {
@@ -46,10 +50,23 @@ impl PickRule {
             String::new()
         };
         let size = if self.size_votes { "-size" } else { "" };
+        let forest = if self.forest_share > 0.0 {
+            format!("-forest{}", self.forest_share)
+        } else {
+            String::new()
+        };
         format!(
-            "k{}-{w}-ridge{}{knob}{size}",
+            "k{}-{w}-ridge{}{knob}{size}{forest}",
             self.neighbours, self.ridge_share
         )
+    }
+
+    /// The same rule with `share` of the score going to the forest.
+    pub const fn with_forest(self, share: f64) -> PickRule {
+        PickRule {
+            forest_share: share,
+            ..self
+        }
     }
 }
 
@@ -66,6 +83,7 @@ pub const RULE_GRID: [PickRule; 20] = {
             ridge_share,
             knob_share: 0.0,
             size_votes: false,
+            forest_share: 0.0,
         }
     }
     const fn s(ridge_share: f64, knob_share: f64) -> PickRule {
@@ -107,13 +125,14 @@ pub const RULE_GRID: [PickRule; 20] = {
 /// The rule of the no-GPU pick for a value type and dense layout: the one
 /// of [`RULE_GRID`] that leave-one-class-out over all committed records of
 /// that value type and layout ranks first (`cargo xtask spmm-records loco`
-/// prints them; a rule per value type and layout since `spmm-blend-5`).
+/// prints them; a rule per value type and layout since `spmm-blend-5`, f64
+/// column-major records since `spmm-blend-6`).
 /// Value types and layouts without records rank nothing (the prior's pick
 /// applies), so their rule is only a default.
 pub const fn pick_rule(value: ValueType, layout: DenseLayout) -> PickRule {
     match (value, layout) {
-        (ValueType::F32, DenseLayout::RowMajor) => RULE_GRID[19],
-        (ValueType::F32, DenseLayout::ColMajor) => RULE_GRID[10],
+        (ValueType::F32, _) => RULE_GRID[19],
+        (ValueType::F64, DenseLayout::ColMajor) => RULE_GRID[5],
         _ => RULE_GRID[17],
     }
 }
@@ -135,6 +154,7 @@ pub struct SpmmModel<'a> {
     ridge: Vec<Option<Vec<f64>>>,
     ids: &'a [String],
     knobs: OnceLock<Option<KnobModel>>,
+    forest: OnceLock<Option<SpmmForest>>,
 }
 
 impl<'a> SpmmModel<'a> {
@@ -166,6 +186,7 @@ impl<'a> SpmmModel<'a> {
             ridge: Vec::new(),
             ids: &records.variants,
             knobs: OnceLock::new(),
+            forest: OnceLock::new(),
         };
         model.ridge = model.fit_ridge(records.variants.len());
         model
@@ -208,6 +229,13 @@ impl<'a> SpmmModel<'a> {
                 });
                 KnobModel::fit(self.ids, samples)
             })
+            .as_ref()
+    }
+
+    /// The forest over the pool, fitted on first use.
+    fn forest(&self) -> Option<&SpmmForest> {
+        self.forest
+            .get_or_init(|| SpmmForest::fit(self.ids, &self.pool))
             .as_ref()
     }
 
@@ -352,6 +380,7 @@ impl<'a> SpmmModel<'a> {
         } else {
             None
         };
+        let forest = (rule.forest_share > 0.0).then(|| self.forest()).flatten();
         let mut out: Vec<(SpmmVariant, f64)> = self
             .neighbour_means(vector, rule)
             .into_iter()
@@ -359,7 +388,7 @@ impl<'a> SpmmModel<'a> {
             .filter_map(|(i, mean)| {
                 let mean = mean?;
                 let v = self.variants[i].filter(|v| space.contains(v))?;
-                if rule.ridge_share <= 0.0 && knobs.is_none() {
+                if rule.ridge_share <= 0.0 && knobs.is_none() && forest.is_none() {
                     return Some((v, mean));
                 }
                 let mut score = mean.max(1e-6).ln();
@@ -375,6 +404,9 @@ impl<'a> SpmmModel<'a> {
                 if let Some((model, x)) = &knobs {
                     let pred = model.as_ref()?.predict(x, i);
                     score = rule.knob_share * pred + (1.0 - rule.knob_share) * score;
+                }
+                if let Some(pred) = forest.and_then(|f| f.predict(vector, i)) {
+                    score = rule.forest_share * pred + (1.0 - rule.forest_share) * score;
                 }
                 Some((v, score))
             })

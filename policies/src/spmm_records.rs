@@ -24,7 +24,7 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// Version of the record pick (part of SpMM cache keys with the prior's).
-pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-5";
+pub const SPMM_RECORDS_VERSION: &str = "spmm-blend-6";
 
 /// Nearest records among which a variant must gather [`MIN_VOTES`].
 pub const NEIGHBOURS: usize = 8;

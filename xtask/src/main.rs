@@ -28,6 +28,7 @@ mod provision;
 mod ptxas;
 mod retune;
 mod retune_spmm;
+mod spmm_cross;
 mod spmm_loco;
 mod spmm_records;
 mod spmv_forest;

@@ -4,7 +4,7 @@
 //! the analytic prior's first variant, on the fraction of the case's fastest
 //! measured time each reached. Written as JSON and Markdown.
 
-use crate::spmm_records::{Judged, choose_rules, judge};
+use crate::spmm_records::{FOREST_SWEEP, Judged, choose_rules, judge};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use sparserl_policies::SpmmRecords;
@@ -173,6 +173,33 @@ pub fn run(records: &Path, out: &Path) -> Result<()> {
     println!("wrote {} and {}", json.display(), md.display());
     for (k, g) in &report.summary {
         println!("{k}: {}", line(g));
+    }
+    for (i, share) in FOREST_SWEEP.iter().enumerate() {
+        for (k, js) in &by_key {
+            let (x, m) = gm(js.iter().map(|j| j.forest_sweep[i]));
+            let mut per: BTreeMap<&str, Vec<Option<f64>>> = BTreeMap::new();
+            for j in js {
+                per.entry(j.class.as_str())
+                    .or_default()
+                    .push(j.forest_sweep[i]);
+            }
+            let mut classes: Vec<(f64, &str)> = per
+                .iter()
+                .filter_map(|(c, v)| Some((gm(v.iter().copied()).0?, *c)))
+                .collect();
+            classes.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let below = classes.iter().filter(|c| c.0 < 0.9).count();
+            let w: Vec<String> = classes
+                .iter()
+                .take(3)
+                .map(|(x, c)| format!("{c} {x:.3}"))
+                .collect();
+            println!(
+                "  forest share {share} ({k}): {} ({m} measured), {below} classes below 0.9, worst {}",
+                f(x),
+                w.join(", ")
+            );
+        }
     }
     for d in NEAR_SWEEP {
         let near: Vec<Judged> = judged.iter().map(|j| near_switch(j, d)).collect();

@@ -51,6 +51,19 @@ enum Cmd {
         #[arg(long, default_value = "docs/policy/spmm-loco-h200")]
         out: PathBuf,
     },
+    /// Judges the picks of two sets of records on the measurements of one:
+    /// each case of `--on` picked, leave-one-class-out, from the records of
+    /// `--on` and from those of `--against`, each under the rules a
+    /// leave-one-class-out over its own records chooses (what a build
+    /// embedding either would ship).
+    Cross {
+        /// Records whose measurements judge both picks.
+        #[arg(long, default_value = "policies/spmm-records.json.gz")]
+        on: PathBuf,
+        /// The other records.
+        #[arg(long)]
+        against: PathBuf,
+    },
 }
 
 /// Runs `spmm-records`.
@@ -62,6 +75,7 @@ pub fn run(args: Args) -> Result<()> {
             out,
         } => build(&report, &matrices, &out),
         Cmd::Loco { records, out } => crate::spmm_loco::run(&records, &out),
+        Cmd::Cross { on, against } => crate::spmm_cross::run(&on, &against),
     }
 }
 
@@ -251,14 +265,20 @@ pub struct Judged {
     /// records' first [`SEARCH_LEAD`] and the prior's, alternately
     /// ([`interleave`]).
     pub order_first16: Option<f64>,
+    /// The fraction of the pick of `rule` with each share of
+    /// [`FOREST_SWEEP`] going to the forest, in that order.
+    pub forest_sweep: Vec<Option<f64>>,
 }
 
 /// Candidates of the first-k figure: as many as the SpMV policy's
 /// first-16 evaluation.
 pub const FIRST_K: usize = 16;
 
+/// Forest shares the leave-one-class-out reports beside the rule's pick.
+pub const FOREST_SWEEP: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
+
 /// `variant`'s fraction of `r`'s fastest time, where measured.
-fn fraction(all: &SpmmRecords, r: &SpmmRecord, variant: &SpmmVariant) -> Option<f64> {
+pub(crate) fn fraction(all: &SpmmRecords, r: &SpmmRecord, variant: &SpmmVariant) -> Option<f64> {
     let id = variant.id();
     r.measured
         .iter()
@@ -423,5 +443,12 @@ fn judge_one(all: &SpmmRecords, model: &SpmmModel, r: &SpmmRecord, rule: PickRul
         record_first16_measured: head.len(),
         prior_first16: best_of(&prior_head),
         order_first16: (!prior_head.is_empty()).then(|| best_of(&order)).flatten(),
+        forest_sweep: FOREST_SWEEP
+            .iter()
+            .map(|&share| {
+                let pick = model.rank(&r.vector, &space, rule.with_forest(share));
+                pick.first().and_then(|p| fraction(all, r, &p.0))
+            })
+            .collect(),
     }
 }

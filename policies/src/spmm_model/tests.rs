@@ -33,6 +33,7 @@ fn rule(neighbours: usize, rank_weighted: bool, ridge_share: f64) -> PickRule {
         ridge_share,
         knob_share: 0.0,
         size_votes: false,
+        forest_share: 0.0,
     }
 }
 

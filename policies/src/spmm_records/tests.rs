@@ -127,6 +127,7 @@ fn the_embedded_records_parse_and_name_variants_of_the_space() {
         (ValueType::F32, DenseLayout::RowMajor),
         (ValueType::F32, DenseLayout::ColMajor),
         (ValueType::F64, DenseLayout::RowMajor),
+        (ValueType::F64, DenseLayout::ColMajor),
     ] {
         assert!(r.covers(value, layout), "{value} {layout:?}");
     }
