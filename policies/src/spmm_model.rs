@@ -12,7 +12,42 @@ use crate::spmm_records::{MIN_VOTES, NEIGHBOURS, SIZE_DIMS, SpmmRecord, SpmmReco
 use sparserl_rt::ValueType;
 use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::SpmmVariant;
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
+
+/// Which group of variants a pick decides on before the variant: the
+/// group whose best measured fraction the nearest records rate highest
+/// goes first, its variants in the score's order, then the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grouping {
+    /// No group decision: the score alone ranks.
+    None,
+    /// The path: the transposed column-major path (`.t`) or the direct one.
+    Path,
+    /// The family within the path (`row-warp`, `nnz-split.t`, ...).
+    Family,
+}
+
+impl Grouping {
+    /// The group of variant id `id`.
+    pub fn of(self, id: &str) -> String {
+        let path = if id.ends_with(".t") { ".t" } else { "" };
+        match self {
+            Grouping::None => String::new(),
+            Grouping::Path => path.to_string(),
+            Grouping::Family => format!("{}{path}", id.split('.').next().unwrap_or_default()),
+        }
+    }
+
+    /// A short name for rule names (empty for [`Grouping::None`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            Grouping::None => "",
+            Grouping::Path => "-path-first",
+            Grouping::Family => "-family-first",
+        }
+    }
+}
 
 /// How a pick scores a variant.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,6 +73,8 @@ pub struct PickRule {
     /// Weight of the forest's prediction ([`crate::spmm_forest`]); the rest
     /// goes to the score above, taken as a log fraction.
     pub forest_share: f64,
+    /// The group decided before the variant.
+    pub grouping: Grouping,
 }
 
 impl PickRule {
@@ -56,9 +93,16 @@ impl PickRule {
             String::new()
         };
         format!(
-            "k{}-{w}-ridge{}{knob}{size}{forest}",
-            self.neighbours, self.ridge_share
+            "k{}-{w}-ridge{}{knob}{size}{forest}{}",
+            self.neighbours,
+            self.ridge_share,
+            self.grouping.name()
         )
+    }
+
+    /// The same rule deciding on `grouping`'s group first.
+    pub const fn with_grouping(self, grouping: Grouping) -> PickRule {
+        PickRule { grouping, ..self }
     }
 
     /// The same rule with `share` of the score going to the forest.
@@ -84,6 +128,7 @@ pub const RULE_GRID: [PickRule; 20] = {
             knob_share: 0.0,
             size_votes: false,
             forest_share: 0.0,
+            grouping: Grouping::None,
         }
     }
     const fn s(ridge_share: f64, knob_share: f64) -> PickRule {
@@ -412,7 +457,53 @@ impl<'a> SpmmModel<'a> {
             })
             .collect();
         out.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+        if let Some(first) = self.best_group(vector, rule, &out) {
+            let g = rule.grouping;
+            out.sort_by_key(|(v, _)| g.of(&v.id()) != first);
+        }
         out
+    }
+
+    /// The group of `ranked`'s variants whose best measured fraction the
+    /// `rule.neighbours` nearest records rate highest (rank-weighted as
+    /// the rule weighs them); a group counts only where [`MIN_VOTES`] of
+    /// those records measured a variant of it. `None` without grouping.
+    fn best_group(
+        &self,
+        vector: &[f64],
+        rule: PickRule,
+        ranked: &[(SpmmVariant, f64)],
+    ) -> Option<String> {
+        if rule.grouping == Grouping::None {
+            return None;
+        }
+        let g = rule.grouping;
+        let mut acc: BTreeMap<String, (f64, f64, usize)> = ranked
+            .iter()
+            .map(|(v, _)| (g.of(&v.id()), (0.0, 0.0, 0)))
+            .collect();
+        for (rank, &(_, i)) in self.order(vector).iter().take(rule.neighbours).enumerate() {
+            let w = if rule.rank_weighted {
+                1.0 / (1.0 + rank as f64)
+            } else {
+                1.0
+            };
+            let mut best: BTreeMap<String, f64> = BTreeMap::new();
+            for &(v, frac) in &self.pool[i].measured {
+                let e = best.entry(g.of(&self.ids[v as usize])).or_insert(0.0);
+                *e = e.max(f64::from(frac));
+            }
+            for (group, frac) in best {
+                if let Some(e) = acc.get_mut(&group) {
+                    *e = (e.0 + w * frac, e.1 + w, e.2 + 1);
+                }
+            }
+        }
+        acc.into_iter()
+            .filter(|(_, e)| e.2 >= MIN_VOTES && e.1 > 0.0)
+            .map(|(group, e)| (group, e.0 / e.1))
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|(group, _)| group)
     }
 }
 

@@ -4,7 +4,7 @@
 //! the analytic prior's first variant, on the fraction of the case's fastest
 //! measured time each reached. Written as JSON and Markdown.
 
-use crate::spmm_records::{FOREST_SWEEP, Judged, choose_rules, judge};
+use crate::spmm_records::{FOREST_SWEEP, GROUP_SWEEP, Judged, choose_rules, judge};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use sparserl_policies::SpmmRecords;
@@ -175,31 +175,12 @@ pub fn run(records: &Path, out: &Path) -> Result<()> {
         println!("{k}: {}", line(g));
     }
     for (i, share) in FOREST_SWEEP.iter().enumerate() {
-        for (k, js) in &by_key {
-            let (x, m) = gm(js.iter().map(|j| j.forest_sweep[i]));
-            let mut per: BTreeMap<&str, Vec<Option<f64>>> = BTreeMap::new();
-            for j in js {
-                per.entry(j.class.as_str())
-                    .or_default()
-                    .push(j.forest_sweep[i]);
-            }
-            let mut classes: Vec<(f64, &str)> = per
-                .iter()
-                .filter_map(|(c, v)| Some((gm(v.iter().copied()).0?, *c)))
-                .collect();
-            classes.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let below = classes.iter().filter(|c| c.0 < 0.9).count();
-            let w: Vec<String> = classes
-                .iter()
-                .take(3)
-                .map(|(x, c)| format!("{c} {x:.3}"))
-                .collect();
-            println!(
-                "  forest share {share} ({k}): {} ({m} measured), {below} classes below 0.9, worst {}",
-                f(x),
-                w.join(", ")
-            );
-        }
+        print_sweep(&format!("forest share {share}"), &by_key, |j| {
+            j.forest_sweep[i]
+        });
+    }
+    for (i, g) in GROUP_SWEEP.iter().enumerate() {
+        print_sweep(&format!("{g:?} first"), &by_key, |j| j.group_sweep[i]);
     }
     for d in NEAR_SWEEP {
         let near: Vec<Judged> = judged.iter().map(|j| near_switch(j, d)).collect();
@@ -212,6 +193,38 @@ pub fn run(records: &Path, out: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Prints, per key, a variant of the pick's pooled figure, its classes
+/// below 0.9 and its three worst classes.
+fn print_sweep(
+    label: &str,
+    by_key: &BTreeMap<String, Vec<&Judged>>,
+    fig: impl Fn(&Judged) -> Option<f64>,
+) {
+    for (k, js) in by_key {
+        let (x, m) = gm(js.iter().map(|j| fig(j)));
+        let mut per: BTreeMap<&str, Vec<Option<f64>>> = BTreeMap::new();
+        for j in js {
+            per.entry(j.class.as_str()).or_default().push(fig(j));
+        }
+        let mut classes: Vec<(f64, &str)> = per
+            .iter()
+            .filter_map(|(c, v)| Some((gm(v.iter().copied()).0?, *c)))
+            .collect();
+        classes.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let below = classes.iter().filter(|c| c.0 < 0.9).count();
+        let w: Vec<String> = classes
+            .iter()
+            .take(3)
+            .map(|(x, c)| format!("{c} {x:.3}"))
+            .collect();
+        println!(
+            "  {label} ({k}): {} ({m} measured), {below} classes below 0.9, worst {}",
+            f(x),
+            w.join(", ")
+        );
+    }
 }
 
 /// Mean neighbour distances the switch `near_switch` is judged at.

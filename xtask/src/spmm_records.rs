@@ -9,7 +9,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde::Serialize;
 use serde_json::Value;
-use sparserl_policies::spmm_model::{PickRule, RULE_GRID, SpmmModel};
+use sparserl_policies::spmm_model::{Grouping, PickRule, RULE_GRID, SpmmModel};
 use sparserl_policies::spmm_prior_for;
 use sparserl_policies::spmm_records::{
     NEIGHBOURS, SpmmRecord, SpmmRecords, interleave, knn_vector,
@@ -268,6 +268,9 @@ pub struct Judged {
     /// The fraction of the pick of `rule` with each share of
     /// [`FOREST_SWEEP`] going to the forest, in that order.
     pub forest_sweep: Vec<Option<f64>>,
+    /// The fraction of the pick of `rule` deciding each grouping of
+    /// [`GROUP_SWEEP`] first, in that order.
+    pub group_sweep: Vec<Option<f64>>,
 }
 
 /// Candidates of the first-k figure: as many as the SpMV policy's
@@ -276,6 +279,9 @@ pub const FIRST_K: usize = 16;
 
 /// Forest shares the leave-one-class-out reports beside the rule's pick.
 pub const FOREST_SWEEP: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
+
+/// Groupings the leave-one-class-out reports beside the rule's pick.
+pub const GROUP_SWEEP: [Grouping; 2] = [Grouping::Path, Grouping::Family];
 
 /// `variant`'s fraction of `r`'s fastest time, where measured.
 pub(crate) fn fraction(all: &SpmmRecords, r: &SpmmRecord, variant: &SpmmVariant) -> Option<f64> {
@@ -424,6 +430,10 @@ fn judge_one(all: &SpmmRecords, model: &SpmmModel, r: &SpmmRecord, rule: PickRul
         .first()
         .map(|p| p.0);
     let prior = r.prior.as_deref().and_then(|p| SpmmVariant::parse(p).ok());
+    let first_of = |rule: PickRule| {
+        let pick = model.rank(&r.vector, &space, rule);
+        pick.first().and_then(|p| fraction(all, r, &p.0))
+    };
     let near = model.nearest(&r.vector, NEIGHBOURS);
     let distance = near.iter().map(|n| n.0).sum::<f64>() / near.len().max(1) as f64;
     Judged {
@@ -445,10 +455,11 @@ fn judge_one(all: &SpmmRecords, model: &SpmmModel, r: &SpmmRecord, rule: PickRul
         order_first16: (!prior_head.is_empty()).then(|| best_of(&order)).flatten(),
         forest_sweep: FOREST_SWEEP
             .iter()
-            .map(|&share| {
-                let pick = model.rank(&r.vector, &space, rule.with_forest(share));
-                pick.first().and_then(|p| fraction(all, r, &p.0))
-            })
+            .map(|&share| first_of(rule.with_forest(share)))
+            .collect(),
+        group_sweep: GROUP_SWEEP
+            .iter()
+            .map(|&g| first_of(rule.with_grouping(g)))
             .collect(),
     }
 }

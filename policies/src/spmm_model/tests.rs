@@ -34,6 +34,7 @@ fn rule(neighbours: usize, rank_weighted: bool, ridge_share: f64) -> PickRule {
         knob_share: 0.0,
         size_votes: false,
         forest_share: 0.0,
+        grouping: Grouping::None,
     }
 }
 
@@ -127,5 +128,58 @@ fn size_votes_rank_a_variant_only_records_of_the_same_size_measured() {
     assert_eq!(
         m.rank(&query, &space, sized),
         vec![(space[1], 1.0), (space[0], 0.5)]
+    );
+}
+
+#[test]
+fn a_path_decided_first_follows_the_best_of_each_record() {
+    // Two direct variants take turns at winning (each 0.75 on average); the
+    // transposed one holds 0.8. The score alone ranks the transposed variant
+    // first; deciding the path first takes the direct path, whose best is
+    // 1.0 on every record, and its variants lead the ranking.
+    let space = spmm_space(64, DenseLayout::ColMajor);
+    let direct: Vec<SpmmVariant> = space
+        .iter()
+        .copied()
+        .filter(|v| !v.id().ends_with(".t"))
+        .take(2)
+        .collect();
+    let t = *space
+        .iter()
+        .find(|v| v.id().ends_with(".t"))
+        .expect("the column-major space has the transposed path");
+    let recs = (0..8)
+        .map(|i| {
+            let (a, b) = if i % 2 == 0 { (1.0, 0.5) } else { (0.5, 1.0) };
+            SpmmRecord {
+                layout: DenseLayout::ColMajor,
+                ..record("train", f64::from(i), vec![(0, a), (1, b), (2, 0.8)])
+            }
+        })
+        .collect();
+    let r = SpmmRecords {
+        source: vec!["test".into()],
+        variants: vec![direct[0].id(), direct[1].id(), t.id()],
+        records: recs,
+    };
+    let m = SpmmModel::fit(&r, ValueType::F32, DenseLayout::ColMajor, 1, &[]);
+    let plain = rule(8, false, 0.0);
+    assert_eq!(m.rank(&[3.5], &space, plain)[0].0, t);
+    let path = m.rank(&[3.5], &space, plain.with_grouping(Grouping::Path));
+    assert!(direct.contains(&path[0].0) && direct.contains(&path[1].0));
+    assert_eq!(path[2].0, t);
+    assert_eq!(
+        plain.with_grouping(Grouping::Path).name(),
+        "k8-flat-ridge0-path-first"
+    );
+    // Groups: the path, or the family within the path.
+    assert_eq!(Grouping::Path.of("row-warp.b128.g1.v1.t"), ".t");
+    assert_eq!(
+        Grouping::Family.of("nnz-split.b256.g4.i16.v2.t"),
+        "nnz-split.t"
+    );
+    assert_eq!(
+        Grouping::Family.of("col-tile.b128.g4.k2.u2.ldg"),
+        "col-tile"
     );
 }
