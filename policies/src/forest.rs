@@ -157,6 +157,24 @@ impl Forest {
         sum / self.trees.len() as f64
     }
 
+    /// The mean of the trees' predictions for `row` less `risk` times their
+    /// standard deviation: where the trees disagree, a pick may miss badly
+    /// (0 without trees).
+    pub fn predict_cautious(&self, row: &[f32], risk: f64) -> f64 {
+        if self.trees.is_empty() {
+            return 0.0;
+        }
+        let p: Vec<f64> = self
+            .trees
+            .iter()
+            .map(|t| f64::from(t.predict(row)))
+            .collect();
+        let n = p.len() as f64;
+        let mean = p.iter().sum::<f64>() / n;
+        let var = p.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        mean - risk * var.sqrt()
+    }
+
     /// Whether the forest is well formed (see [`Tree`]).
     pub fn valid(&self) -> bool {
         !self.trees.is_empty() && self.trees.iter().all(|t| t.valid(self.inputs))

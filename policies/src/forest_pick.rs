@@ -160,6 +160,12 @@ impl ForestPick {
     /// Predicted log fraction of the best of every variant, in
     /// [`Self::knobs`]' order.
     pub fn scores(&self, features: &[f64], value: ValueType) -> Vec<f64> {
+        self.cautious_scores(features, value, 0.0)
+    }
+
+    /// [`Self::scores`] less `risk` times the trees' spread
+    /// ([`Forest::predict_cautious`]).
+    pub fn cautious_scores(&self, features: &[f64], value: ValueType, risk: f64) -> Vec<f64> {
         let m = matrix_inputs(features, value);
         let mut row = m.clone();
         self.knobs
@@ -168,7 +174,7 @@ impl ForestPick {
             .map(|k| {
                 row.truncate(m.len());
                 row.extend_from_slice(k);
-                self.forest.predict(&row)
+                self.forest.predict_cautious(&row, risk)
             })
             .collect()
     }
@@ -176,7 +182,17 @@ impl ForestPick {
     /// Predicted log fraction per [`policy_space`] variant (`None` for a
     /// variant the forest was not trained with).
     pub fn space_scores(&self, features: &[f64], value: ValueType) -> Vec<Option<f64>> {
-        let scores = self.scores(features, value);
+        self.cautious_space_scores(features, value, 0.0)
+    }
+
+    /// [`Self::space_scores`] less `risk` times the trees' spread.
+    pub fn cautious_space_scores(
+        &self,
+        features: &[f64],
+        value: ValueType,
+        risk: f64,
+    ) -> Vec<Option<f64>> {
+        let scores = self.cautious_scores(features, value, risk);
         let index: BTreeMap<&str, usize> = self
             .knobs
             .ids

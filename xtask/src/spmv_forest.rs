@@ -114,13 +114,20 @@ pub fn build(records: &Path, out: &Path) -> Result<()> {
 }
 
 /// The rules judged, in report order.
-const RULES: [&str; 5] = [
+const RULES: [&str; 9] = [
     "knn8",
     "knob-knn16",
     "forest",
     "forest-knob16",
     "first16-forest-knob16",
+    "cautious0.5-forest",
+    "cautious1-forest",
+    "cautious0.5-forest-knob16",
+    "cautious1-forest-knob16",
 ];
+
+/// Spreads of the trees the cautious rules subtract (`cautious<risk>`).
+const RISKS: [f64; 2] = [0.5, 1.0];
 
 /// Candidates of the first-k figure.
 const FIRST_K: usize = 16;
@@ -206,11 +213,20 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
             let fs = forest.space_scores(&r.features, r.value);
             let ks = knob.scores(&r.features, r.value);
             let both = blend(&fs, &ks);
+            let cautious: Vec<Vec<Option<f64>>> = RISKS
+                .iter()
+                .map(|&risk| forest.cautious_space_scores(&r.features, r.value, risk))
+                .collect();
             let picks = [
                 best_of(&mean, &runnable),
                 best_of(&ks, &runnable),
                 best_of(&fs, &runnable),
                 best_of(&both, &runnable),
+                None,
+                best_of(&cautious[0], &runnable),
+                best_of(&cautious[1], &runnable),
+                best_of(&blend(&cautious[0], &ks), &runnable),
+                best_of(&blend(&cautious[1], &ks), &runnable),
             ];
             let frac = |j: usize| r.measured[j].unwrap_or(0.0).max(0.0);
             let mut picks: BTreeMap<String, (String, f64)> = RULES
@@ -292,7 +308,10 @@ fn markdown(
           `knob-knn16` the knob pick, `forest` the forest pick (`sparserl_policies::forest_pick`), \
           `forest-knob16` the mean of the forest's and the knob pick's scores (`forest_pick::blend`). \
           `first16-forest-knob16` is not a pick: the best of that blend's first 16 runnable \
-          variants, what a search measuring them first would reach at least. Figures are \
+          variants, what a search measuring them first would reach at least. \
+          `cautious<r>-forest` and `cautious<r>-forest-knob16` take the trees' mean less r times \
+          their standard deviation in place of the forest's mean (a variant the trees disagree on \
+          may miss badly; not shipped). Figures are \
           fractions of each record's best measured variant of the policy space.\n\n";
     s += &format!("Records: {}.\n\n", source.join("; "));
     s += "| rule | pooled | class mean | worst class | classes below 0.9 | worst record |\n|---|---:|---:|---|---:|---:|\n";

@@ -101,3 +101,27 @@ fn corrupt_trees_are_invalid() {
         .valid()
     );
 }
+
+#[test]
+fn a_cautious_prediction_subtracts_the_trees_spread() {
+    // Two hand-made stumps that disagree (0 and -1): mean -0.5, spread 0.5.
+    let leaf = |v: f32| Tree {
+        feature: vec![LEAF],
+        threshold: vec![v],
+        left: vec![0],
+        right: vec![0],
+    };
+    let f = Forest {
+        inputs: 1,
+        trees: vec![leaf(0.0), leaf(-1.0)],
+    };
+    assert!((f.predict(&[0.0]) + 0.5).abs() < 1e-12);
+    assert!((f.predict_cautious(&[0.0], 0.0) + 0.5).abs() < 1e-12);
+    assert!((f.predict_cautious(&[0.0], 1.0) + 1.0).abs() < 1e-12);
+    // Trees that agree lose nothing.
+    let agree = Forest {
+        inputs: 1,
+        trees: vec![leaf(-0.2), leaf(-0.2)],
+    };
+    assert!((agree.predict_cautious(&[0.0], 1.0) + 0.2).abs() < 1e-6);
+}
