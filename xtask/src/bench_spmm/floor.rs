@@ -12,7 +12,10 @@
 //! runs at the floor's rate. A kernel can beat it only by reusing X rows
 //! explicitly (registers or shared memory across the nonzeros of a block) or
 //! by reading less than CSR; so `ours / floor` above 1 is reuse, below 1 is
-//! room. It is a measurement of one access pattern, not a proof of a limit.
+//! room. It is a measurement of one access pattern, not a proof of a limit:
+//! for column-major X the transposed path (`.t` variants) gathers whole rows
+//! from a row-major copy made by two dense transposes, an order this floor
+//! does not model, so there it bounds only the direct column-major path.
 
 use anyhow::{Context, Result};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};

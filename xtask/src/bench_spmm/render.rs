@@ -221,7 +221,10 @@ pub fn markdown(r: &Report) -> String {
          row of every nonzero gathered in CSR order (balanced, vector loads, several nonzeros \
          in flight per lane group; for column-major X one lane per nonzero and chunk of 8 \
          columns, so a warp gathers one column for 32 neighbouring nonzeros), Y written once; `floor / ours` \
-         above 1 means ours reuses X rows explicitly, below 1 is room. Latency-bound: the case's compulsory bytes fit in \
+         above 1 means ours reuses X rows explicitly or, in column-major, gathers from a \
+         row-major copy (the transposed path, `.t`: two dense transposes buy whole-row gathers, \
+         which the column-major floor does not model, so there it bounds only the direct \
+         path), below 1 is room. Latency-bound: the case's compulsory bytes fit in \
          L2 (rotated X/Y copies keep it from being served by the previous call).\n\n",
         r.gpu,
         if r.partial {
