@@ -161,8 +161,8 @@ impl Forest {
     /// standard deviation: where the trees disagree, a pick may miss badly
     /// (0 without trees).
     pub fn predict_cautious(&self, row: &[f32], risk: f64) -> f64 {
-        if self.trees.is_empty() {
-            return 0.0;
+        if self.trees.is_empty() || risk == 0.0 {
+            return self.predict(row);
         }
         let p: Vec<f64> = self
             .trees

@@ -459,7 +459,7 @@ impl<'a> SpmmModel<'a> {
         out.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
         if let Some(first) = self.best_group(vector, rule, &out) {
             let g = rule.grouping;
-            out.sort_by_key(|(v, _)| g.of(&v.id()) != first);
+            out.sort_by_cached_key(|(v, _)| g.of(&v.id()) != first);
         }
         out
     }

@@ -6,18 +6,14 @@
 //! prior's first variant, as a build embedding that set would. The figure
 //! of a pick is its fraction of the case's fastest measured time in `--on`.
 
+use crate::spmm_loco::{f as fmt, gm, load};
 use crate::spmm_records::{Key, choose_rules, fraction};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use sparserl_policies::SpmmRecords;
 use sparserl_policies::spmm_model::SpmmModel;
 use sparserl_rt::spmm::{SpmmVariant, spmm_space};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-
-fn load(path: &Path) -> Result<SpmmRecords> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(SpmmRecords::from_gz(&bytes)?)
-}
 
 /// Per case of `on`, the fraction of the pick from `from` (`None` where the
 /// pick was not measured).
@@ -44,11 +40,7 @@ fn picks(on: &SpmmRecords, from: &SpmmRecords) -> Vec<Option<f64>> {
 }
 
 fn geomean(xs: &[f64]) -> Option<f64> {
-    (!xs.is_empty()).then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
-}
-
-fn fmt(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.3}"))
+    gm(xs.iter().copied().map(Some)).0
 }
 
 /// Runs the comparison and prints it per key: each pick's geomean where

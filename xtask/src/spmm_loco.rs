@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Geometric mean and count of the present values.
-fn gm(xs: impl Iterator<Item = Option<f64>>) -> (Option<f64>, usize) {
+pub(crate) fn gm(xs: impl Iterator<Item = Option<f64>>) -> (Option<f64>, usize) {
     let v: Vec<f64> = xs.flatten().filter(|x| *x > 0.0).collect();
     if v.is_empty() {
         return (None, 0);
@@ -120,10 +120,15 @@ fraction of the case's fastest time among the variants the benchmark's search me
 whole space); a pick the search did not measure has no figure and is counted apart. The prior's \
 pick is the first variant of the analytic prior in the run that measured the case.";
 
+/// Reads gzipped SpMM records.
+pub(crate) fn load(path: &Path) -> Result<SpmmRecords> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(SpmmRecords::from_gz(&bytes)?)
+}
+
 /// Runs the evaluation.
 pub fn run(records: &Path, out: &Path) -> Result<()> {
-    let bytes = std::fs::read(records).with_context(|| format!("reading {}", records.display()))?;
-    let all = SpmmRecords::from_gz(&bytes)?;
+    let all = load(records)?;
     let mut rules: BTreeMap<String, String> = BTreeMap::new();
     for ((value, layout), rule) in choose_rules(&all, None) {
         let key = format!("{value} {}", layout.as_str());
@@ -249,7 +254,8 @@ fn by_key_of(js: &[Judged]) -> BTreeMap<String, Vec<&Judged>> {
     m
 }
 
-fn f(x: Option<f64>) -> String {
+/// A figure to three decimals, `-` where absent.
+pub(crate) fn f(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
