@@ -14,6 +14,18 @@ fn short_launches_are_timed_in_groups() {
     assert_eq!(group_size(0.0), 1);
 }
 
+#[test]
+fn a_faster_graph_probe_decides_the_group() {
+    // Host-bound back to back (24 us), 10 us as graph replays: grouped.
+    assert_eq!(probed_us(24.0, Some(10.0)), 10.0);
+    assert_eq!(group_size(probed_us(24.0, Some(10.0))), 10);
+    // No graph (the launch could not be captured) or a slower one: direct.
+    assert_eq!(probed_us(24.0, None), 24.0);
+    assert_eq!(probed_us(24.0, Some(30.0)), 24.0);
+    assert_eq!(probed_us(24.0, Some(f64::NAN)), 24.0);
+    assert_eq!(probed_us(24.0, Some(0.0)), 24.0);
+}
+
 /// A seeded matrix of mixed row lengths (1..=60, one empty row) and values
 /// of mixed sign, with an `x` in [-1, 1).
 fn mixed_matrix() -> (Csr, Vec<f64>) {
