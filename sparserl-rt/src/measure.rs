@@ -1042,18 +1042,25 @@ fn probe_graph<E>(
         Ok(Some(graph)) => graph,
         Ok(None) | Err(_) => return Ok(None),
     };
-    let guard = gpu.outside_capture("time_launches")?;
+    let ms = replays_ms(gpu, &graph, PROBE_BATCH)?;
+    Ok(Some(ms * 1e3 / PROBE_BATCH as f64))
+}
+
+/// Milliseconds of `replays` back-to-back replays of `graph` between one
+/// pair of events, after one untimed replay.
+fn replays_ms(gpu: &Gpu, graph: &Graph, replays: usize) -> Result<f64, RtError> {
+    let guard = gpu.outside_capture("a graph's timed replays")?;
     let stream = &*guard;
     graph.launch(gpu)?;
+    stream.synchronize()?;
     let start = timing_event(gpu)?;
     let stop = timing_event(gpu)?;
     start.record(stream)?;
-    for _ in 0..PROBE_BATCH {
+    for _ in 0..replays {
         graph.launch(gpu)?;
     }
     stop.record(stream)?;
-    let ms = start.elapsed_ms(&stop)?;
-    Ok(Some(ms as f64 * 1e3 / PROBE_BATCH as f64))
+    Ok(start.elapsed_ms(&stop)? as f64)
 }
 
 /// A single-launch probe under this many µs is probed again as a batch
@@ -1126,21 +1133,7 @@ pub fn time_graph<E: From<RtError>>(
     let n = n.max(1);
     let graph = capture(gpu, launch, n)??
         .ok_or_else(|| RtError::Compile("CUDA graph capture produced no graph".to_string()))?;
-    let guard = gpu.outside_capture("time_graph")?;
-    let stream = &*guard;
-    let replay = || -> Result<f64, RtError> {
-        graph.launch(gpu)?;
-        stream.synchronize()?;
-        let start = timing_event(gpu)?;
-        let stop = timing_event(gpu)?;
-        start.record(stream)?;
-        for _ in 0..REPLAYS {
-            graph.launch(gpu)?;
-        }
-        stop.record(stream)?;
-        Ok(start.elapsed_ms(&stop)? as f64)
-    };
-    let ms = replay()?;
+    let ms = replays_ms(gpu, &graph, REPLAYS)?;
     Ok(ms * 1e3 / (REPLAYS * n) as f64)
 }
 
