@@ -114,7 +114,7 @@ pub fn build(records: &Path, out: &Path) -> Result<()> {
 }
 
 /// The rules judged, in report order.
-const RULES: [&str; 9] = [
+const RULES: [&str; 10] = [
     "knn8",
     "knob-knn16",
     "forest",
@@ -124,6 +124,7 @@ const RULES: [&str; 9] = [
     "cautious1-forest",
     "cautious0.5-forest-knob16",
     "cautious1-forest-knob16",
+    "referee-knn8",
 ];
 
 /// Spreads of the trees the cautious rules subtract (`cautious<risk>`).
@@ -227,6 +228,7 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
                 best_of(&cautious[1], &runnable),
                 best_of(&blend(&cautious[0], &ks), &runnable),
                 best_of(&blend(&cautious[1], &ks), &runnable),
+                referee(&[&fs, &ks, &both], &mean, &runnable),
             ];
             let frac = |j: usize| r.measured[j].unwrap_or(0.0).max(0.0);
             let mut picks: BTreeMap<String, (String, f64)> = RULES
@@ -256,6 +258,21 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
             }
         })
         .collect()
+}
+
+/// Of the picks of `scores` (the first on ties), the one `judge` scores
+/// highest: the 8 nearest records referee between the forest, the knob pick
+/// and their blend.
+fn referee(
+    scores: &[&Vec<Option<f64>>],
+    judge: &[Option<f64>],
+    runnable: &dyn Fn(&Variant) -> bool,
+) -> Option<usize> {
+    let picks: Vec<usize> = scores.iter().filter_map(|s| best_of(s, runnable)).collect();
+    picks.iter().copied().fold(None::<usize>, |b, j| match b {
+        Some(b) if judge[b].unwrap_or(f64::MIN) >= judge[j].unwrap_or(f64::MIN) => Some(b),
+        _ => Some(j),
+    })
 }
 
 fn mean(xs: &[f64]) -> f64 {
@@ -311,7 +328,9 @@ fn markdown(
           variants, what a search measuring them first would reach at least. \
           `cautious<r>-forest` and `cautious<r>-forest-knob16` take the trees' mean less r times \
           their standard deviation in place of the forest's mean (a variant the trees disagree on \
-          may miss badly; not shipped). Figures are \
+          may miss badly; not shipped). `referee-knn8` takes, of the forest's, the knob pick's \
+          and the blend's picks, the one the 8 nearest records' mean fraction ranks highest (not \
+          shipped). Figures are \
           fractions of each record's best measured variant of the policy space.\n\n";
     s += &format!("Records: {}.\n\n", source.join("; "));
     s += "| rule | pooled | class mean | worst class | classes below 0.9 | worst record |\n|---|---:|---:|---|---:|---:|\n";
