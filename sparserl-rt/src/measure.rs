@@ -1024,7 +1024,7 @@ fn launch_group<E: From<RtError>>(
 /// The reading that decides the group: the batched direct probe, or the
 /// graph probe where one was taken and read less (a launch that could not
 /// be captured has none).
-pub fn probed_us(direct_us: f64, graph_us: Option<f64>) -> f64 {
+fn probed_us(direct_us: f64, graph_us: Option<f64>) -> f64 {
     match graph_us {
         Some(g) if g.is_finite() && g > 0.0 && g < direct_us => g,
         _ => direct_us,

@@ -268,8 +268,8 @@ fn referee(
     judge: &[Option<f64>],
     runnable: &dyn Fn(&Variant) -> bool,
 ) -> Option<usize> {
-    let picks: Vec<usize> = scores.iter().filter_map(|s| best_of(s, runnable)).collect();
-    picks.iter().copied().fold(None::<usize>, |b, j| match b {
+    let picks = scores.iter().filter_map(|s| best_of(s, runnable));
+    picks.fold(None::<usize>, |b, j| match b {
         Some(b) if judge[b].unwrap_or(f64::MIN) >= judge[j].unwrap_or(f64::MIN) => Some(b),
         _ => Some(j),
     })
