@@ -107,8 +107,9 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_values_t = sparserl_rt::spmm::check::CHECK_WIDTHS)]
     spmm_widths: Vec<usize>,
     /// Only the SpMM variants whose id contains this text (e.g. `row-warp`: a
-    /// check of new variants without the whole space), in the SpMM section
-    /// and its sanitizer subset.
+    /// check of new variants without the whole space; comma-separated parts:
+    /// ids that contain every part), in the SpMM section and its sanitizer
+    /// subset.
     #[arg(long, value_name = "TEXT")]
     spmm_variants: Option<String>,
     /// Sanitizer processes at a time for the SpMM section (`--spmm-only`):
@@ -639,6 +640,8 @@ fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usi
                 SANITIZER_TOOLS.len(),
                 args.sanitizer_jobs
             );
+            let names: Vec<&str> = slices.iter().map(|s| s.prefix.as_str()).collect();
+            println!("  slices: {}", names.join(" "));
             let runs =
                 sanitizer_slices::run_slices(&san, args, &slices, args.sanitizer_jobs as usize);
             problems.extend(sanitizer_slices::summarise(&runs));

@@ -41,14 +41,15 @@ pub(super) fn slice_prefix(id: &str) -> String {
 }
 
 /// The slices of the sanitizer subset ([`spmm::SANITIZER_WIDTHS`], both
-/// layouts) among the variants whose id contains `only`, largest first.
+/// layouts) among the variants whose id matches `only`
+/// ([`spmm::id_matches`]), largest first.
 pub(super) fn spmm_slices(only: Option<&str>) -> Vec<Slice> {
     let mut map: BTreeMap<String, Slice> = BTreeMap::new();
     for layout in DenseLayout::ALL {
         for &n in &spmm::SANITIZER_WIDTHS {
             for v in spmm_space(n, layout) {
                 let id = v.id();
-                if only.is_some_and(|t| !id.contains(t)) {
+                if only.is_some_and(|t| !spmm::id_matches(&id, t)) {
                     continue;
                 }
                 let prefix = slice_prefix(&id);

@@ -112,7 +112,14 @@ type Keep<'a> = &'a dyn Fn(&SpmmVariant) -> bool;
 
 /// The [`Keep`] of `--spmm-variants` (`None`: every variant).
 fn keeps(only: Option<&str>) -> impl Fn(&SpmmVariant) -> bool + '_ {
-    move |v| only.is_none_or(|t| v.id().contains(t))
+    move |v| only.is_none_or(|t| id_matches(&v.id(), t))
+}
+
+/// Whether a variant id matches a `--spmm-variants` filter: it contains
+/// every comma-separated part of it (`.t,nnz-split.b256.g16`: the
+/// transposed path's nnz-split points of 16-lane streams).
+pub(super) fn id_matches(id: &str, filter: &str) -> bool {
+    filter.split(',').all(|part| id.contains(part))
 }
 
 /// Generates and compiles every unit of `value` at `widths` that `keep`

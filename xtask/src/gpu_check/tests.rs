@@ -232,6 +232,30 @@ fn sanitizer_slices_cover_the_subset_once() {
     let ns = spmm_slices(Some("nnz-split"));
     assert!(!ns.is_empty() && ns.len() < slices.len());
     assert!(ns.iter().all(|s| s.prefix.starts_with("nnz-split.")));
+    // Comma-separated parts: every part must be in the id.
+    let nt = spmm_slices(Some(".t,nnz-split.b256.g16"));
+    assert!(!nt.is_empty() && nt.len() < ns.len());
+    assert!(
+        nt.iter()
+            .all(|s| s.prefix.starts_with("nnz-split.b256.g16."))
+    );
+    let t_only = spmm_slices(Some(".t"));
+    for s in &nt {
+        let whole = t_only.iter().find(|t| t.prefix == s.prefix);
+        assert_eq!(whole.map(|t| t.points), Some(s.points), "{s:?}");
+    }
+}
+
+#[test]
+fn variant_filters_need_every_part() {
+    let id = "nnz-split.b256.g16.i1.v2.c2.u4.ldg.t";
+    assert!(spmm::id_matches(id, "nnz-split"));
+    assert!(spmm::id_matches(id, ".t,g16"));
+    assert!(!spmm::id_matches(id, ".t,g8"));
+    assert!(!spmm::id_matches(
+        "row-warp.b256.g16.v2.c1.u4.ldg",
+        ".t,g16"
+    ));
 }
 
 #[test]
