@@ -222,12 +222,15 @@ impl Ours {
              records' first 8 (records of the case's own class left out) and the SpMM \
              prior's first 8 alternately, then the prior's ranking; default \
              settings, budget {} s per large case and {} s per real case; the winner checked and re-timed {} times, \
-             their median reported, as is cuSPARSE's fastest algorithm); \
+             their median reported, as is cuSPARSE's fastest algorithm; a round whose re-times and \
+             the reading that chose the kernel lie more than {}x apart is repeated, at most {} rounds); \
              prior = the prior's first variant; best of space (with --sweep) = every variant \
              checked, timed {} times, the {} fastest re-timed",
             self.budget.0,
             self.budget.1,
             super::RETIMES,
+            super::SETTLED_SPREAD,
+            super::RETIME_ROUNDS,
             self.sweep_reps,
             self.finalists
         )

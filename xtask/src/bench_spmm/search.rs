@@ -186,20 +186,28 @@ pub(super) fn run<T: Scalar>(
     };
     row.ours_variant = Some(w.winner.id());
     row.ours_source = Some("search".into());
-    // Checked and timed afresh RETIMES times; the median is reported.
-    for _ in 0..super::RETIMES {
-        let r = again.sample(&w.winner, inp.reps)?;
-        if r.rel_err.is_finite() {
-            let worst = row.ours_max_row_rel_err.unwrap_or(0.0).max(r.rel_err);
-            row.ours_max_row_rel_err = Some(worst);
+    // Checked and timed afresh RETIMES times, until settled; the median is reported.
+    let chosen_us = (w.gbs > 0.0).then(|| row.bytes as f64 / (w.gbs * 1e3));
+    let round = || {
+        let mut times = Vec::new();
+        for _ in 0..super::RETIMES {
+            let r = again.sample(&w.winner, inp.reps)?;
+            if r.rel_err.is_finite() {
+                let worst = row.ours_max_row_rel_err.unwrap_or(0.0).max(r.rel_err);
+                row.ours_max_row_rel_err = Some(worst);
+            }
+            if let Some(e) = r.error {
+                row.ours_error = Some(format!("the winner failed its re-check: {e}"));
+                return Ok(None);
+            }
+            times.push(r.median_us);
         }
-        if let Some(e) = r.error {
-            row.ours_error = Some(format!("the winner failed its re-check: {e}"));
-            row.ours_retimes_us.clear();
-            return Ok(());
-        }
-        row.ours_retimes_us.push(r.median_us);
+        Ok(Some(times))
+    };
+    if let Some((times, us, note)) = super::retime_settled(chosen_us, round)? {
+        row.ours_retimes_us = times;
+        row.ours_us = us;
+        row.notes.extend(note.map(|n| format!("ours {n}")));
     }
-    row.ours_us = super::median_of(&row.ours_retimes_us);
     Ok(())
 }

@@ -95,20 +95,19 @@ fn try_alg<T: Scalar>(
 }
 
 /// Re-times `alg` [`super::RETIMES`] times: each median in microseconds
-/// (`None` where a re-time gave no sample) and the median of those.
+/// (none where a re-time gave no sample).
 pub fn retime_alg<T: Scalar>(
     cs: &mut CusparseSpmm<'_, T>,
     alg: SpmmAlg,
     reps: u32,
-) -> Result<(Vec<f64>, Option<f64>)> {
+) -> Result<Vec<f64>> {
     let mut times = Vec::new();
     for _ in 0..super::RETIMES {
         if let Some(us) = time_alg(cs, alg, reps, 1.0)? {
             times.push(us);
         }
     }
-    let median = super::median_of(&times);
-    Ok((times, median))
+    Ok(times)
 }
 
 /// Every algorithm's outcome, and the fastest correct one with its median
