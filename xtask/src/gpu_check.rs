@@ -108,8 +108,8 @@ pub struct Args {
     spmm_widths: Vec<usize>,
     /// Only the SpMM variants whose id contains this text (e.g. `row-warp`: a
     /// check of new variants without the whole space; comma-separated parts:
-    /// ids that contain every part), in the SpMM section and its sanitizer
-    /// subset.
+    /// ids that contain every part, and no part written `!text`), in the
+    /// SpMM section and its sanitizer subset.
     #[arg(long, value_name = "TEXT")]
     spmm_variants: Option<String>,
     /// Sanitizer processes at a time for the SpMM section (`--spmm-only`):

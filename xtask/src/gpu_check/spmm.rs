@@ -116,10 +116,15 @@ fn keeps(only: Option<&str>) -> impl Fn(&SpmmVariant) -> bool + '_ {
 }
 
 /// Whether a variant id matches a `--spmm-variants` filter: it contains
-/// every comma-separated part of it (`.t,nnz-split.b256.g16`: the
-/// transposed path's nnz-split points of 16-lane streams).
+/// every comma-separated part of it, and none of the parts written with a
+/// leading `!` (`.t,nnz-split.b256.g16`: the transposed path's nnz-split
+/// points of 16-lane streams; `nnz-split,.r,!.t`: the short-range points
+/// outside the transposed path).
 pub(super) fn id_matches(id: &str, filter: &str) -> bool {
-    filter.split(',').all(|part| id.contains(part))
+    filter.split(',').all(|part| match part.strip_prefix('!') {
+        Some(absent) => !id.contains(absent),
+        None => id.contains(part),
+    })
 }
 
 /// Generates and compiles every unit of `value` at `widths` that `keep`

@@ -256,6 +256,11 @@ fn variant_filters_need_every_part() {
         "row-warp.b256.g16.v2.c1.u4.ldg",
         ".t,g16"
     ));
+    assert!(!spmm::id_matches(id, "nnz-split,.r,!.t"));
+    assert!(spmm::id_matches(
+        "nnz-split.b256.g16.r8.v2.c2.u4.ldg",
+        "nnz-split,.r,!.t"
+    ));
 }
 
 #[test]
