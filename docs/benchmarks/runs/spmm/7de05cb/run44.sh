@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Device run 44: the real set column-major (f32, then f64) against cuSPARSE with the timing of
+# d1fc1e8 (host-bound launches probed as graph replays), then the whole SpMM space measured on
+# the row-major f32 cases that lost to cuSPARSE on the front page (is the winner in the space?).
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PATH=/usr/local/cuda/bin:$PATH
+W=out44; rm -rf $W; mkdir -p $W/spmm
+[ -x .device/bin/xtask ] || { xz -dk .device/bin/xtask.xz; chmod +x .device/bin/xtask; }
+X=./.device/bin/xtask
+C=$(cat .device/commit)
+T0=$(date +%s)
+G=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H100 && echo h100 || echo h200)
+mkdir -p .device/matrices
+for f in .device/mtx/*.xz; do xz -dc "$f" > ".device/matrices/$(basename "$f" .xz)" & done
+for f in .device/mtx/*.pk; do python3 .device/unpack.py "$f" ".device/matrices/$(basename "$f" .pk)" & done; wait
+cp .device/mtx/MANIFEST.tsv .device/matrices/
+el() { echo "exit $1 after $(( $(date +%s) - T0 )) s"; }
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv > $W/gpu.txt 2>&1
+B="$X bench spmm --suite real --layout col-major --n 16,32,64,128,256 --budget-real 0.5 --commit $C --out $W/spmm"
+timeout 200 $B --value f32 --max-seconds 175 --stem spmm-real-colmajor-$G > $W/bench-real-cm.log 2>&1; el $? >> $W/bench-real-cm.log
+timeout 195 $B --value f64 --max-seconds 167 --stem spmm-real-f64-colmajor-$G > $W/bench-real-f64-cm.log 2>&1; el $? >> $W/bench-real-f64-cm.log
+LIM=$(( 575 - ($(date +%s) - T0) ))
+[ $LIM -gt 40 ] && timeout $LIM $X bench spmm --suite real --value f32 --layout row-major --n 32,64 --budget-real 0.5 --sweep real --only Maragal_6,bcsstk13,astro-ph,MIT8,email-Enron,wiki-Vote,EX5,bcsstk18,bayer10,raefsky1 --max-seconds $(( LIM - 25 )) --no-floor --commit $C --stem spmm-sweep-losses-$G --out $W/spmm > $W/sweep.log 2>&1; el $? >> $W/sweep.log
+tar -C $W -czf $OUT/run44.tar.gz .
+for l in bench-real-cm bench-real-f64-cm sweep; do grep -E "geomean|below" $W/$l.log | cut -c1-300 | tail -n 6; tail -n 1 $W/$l.log; done
