@@ -114,7 +114,7 @@ pub fn build(records: &Path, out: &Path) -> Result<()> {
 }
 
 /// The rules judged, in report order.
-const RULES: [&str; 10] = [
+const RULES: [&str; 12] = [
     "knn8",
     "knob-knn16",
     "forest",
@@ -125,6 +125,8 @@ const RULES: [&str; 10] = [
     "cautious0.5-forest-knob16",
     "cautious1-forest-knob16",
     "referee-knn8",
+    "first16-mix",
+    "first16-families",
 ];
 
 /// Spreads of the trees the cautious rules subtract (`cautious<risk>`).
@@ -250,6 +252,32 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
                 .map(|&j| frac(j))
                 .fold(0.0, f64::max);
             picks.insert(RULES[4].to_string(), (String::new(), top));
+            // The best measured of the first 16 of four rankings taken in
+            // turn (blend, forest, knob pick, 8 nearest), repeats skipped.
+            let orders: Vec<Vec<usize>> = [&both, &fs, &ks, &mean]
+                .iter()
+                .map(|sc| ranked(sc, &runnable))
+                .collect();
+            let mix = first_k_mix(&orders, FIRST_K)
+                .into_iter()
+                .map(frac)
+                .fold(0.0, f64::max);
+            picks.insert(RULES[10].to_string(), (String::new(), mix));
+            // The blend's best variant of every family first (in the blend's
+            // order), then the rest of the blend's order.
+            let blend_order = &orders[0];
+            let mut heads: Vec<usize> = Vec::new();
+            for &j in blend_order {
+                if !heads
+                    .iter()
+                    .any(|&h| space[h].strategy == space[j].strategy)
+                {
+                    heads.push(j);
+                }
+            }
+            let fam = first_k_mix(&[heads, blend_order.clone()], FIRST_K);
+            let fam = fam.into_iter().map(frac).fold(0.0, f64::max);
+            picks.insert(RULES[11].to_string(), (String::new(), fam));
             Case {
                 matrix: r.name.clone(),
                 class: r.class.clone(),
@@ -258,6 +286,39 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
             }
         })
         .collect()
+}
+
+/// The runnable variants `scores` scores, best first.
+fn ranked(scores: &[Option<f64>], runnable: &dyn Fn(&Variant) -> bool) -> Vec<usize> {
+    let space = policy_space();
+    let mut order: Vec<usize> = (0..space.len())
+        .filter(|&j| runnable(&space[j]) && scores[j].is_some())
+        .collect();
+    order.sort_by(|&a, &b| {
+        scores[b]
+            .unwrap_or(0.0)
+            .total_cmp(&scores[a].unwrap_or(0.0))
+    });
+    order
+}
+
+/// The first `k` distinct entries of `orders` taken one from each in turn.
+fn first_k_mix(orders: &[Vec<usize>], k: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    let longest = orders.iter().map(Vec::len).max().unwrap_or(0);
+    for i in 0..longest {
+        for o in orders {
+            if let Some(&j) = o.get(i)
+                && !out.contains(&j)
+            {
+                out.push(j);
+                if out.len() == k {
+                    return out;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Of the picks of `scores` (the first on ties), the one `judge` scores
@@ -330,7 +391,10 @@ fn markdown(
           their standard deviation in place of the forest's mean (a variant the trees disagree on \
           may miss badly; not shipped). `referee-knn8` takes, of the forest's, the knob pick's \
           and the blend's picks, the one the 8 nearest records' mean fraction ranks highest (not \
-          shipped). Figures are \
+          shipped). `first16-mix` is not a pick either: the best of the first 16 distinct variants \
+          of four rankings taken in turn (the blend's, the forest's, the knob pick's and the 8 \
+          nearest records'); `first16-families` the blend's best variant of every family first, \
+          then the rest of the blend's order (neither shipped). Figures are \
           fractions of each record's best measured variant of the policy space.\n\n";
     s += &format!("Records: {}.\n\n", source.join("; "));
     s += "| rule | pooled | class mean | worst class | classes below 0.9 | worst record |\n|---|---:|---:|---|---:|---:|\n";
