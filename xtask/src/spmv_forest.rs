@@ -242,23 +242,21 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
                     (rule.to_string(), (id, j.map_or(0.0, frac)))
                 })
                 .collect();
-            // The best measured of the blend's first 16 runnable variants.
-            let mut order: Vec<usize> = (0..space.len())
-                .filter(|&j| runnable(&space[j]) && both[j].is_some())
+            // The runnable variants by the blend's, the forest's, the knob
+            // pick's and the 8 nearest records' scores, best first.
+            let orders: Vec<Vec<usize>> = [&both, &fs, &ks, &mean]
+                .iter()
+                .map(|sc| ranked(&space, sc, &runnable))
                 .collect();
-            order.sort_by(|&a, &b| both[b].unwrap_or(0.0).total_cmp(&both[a].unwrap_or(0.0)));
-            let top = order
+            // The best measured of the blend's first 16 runnable variants.
+            let top = orders[0]
                 .iter()
                 .take(FIRST_K)
                 .map(|&j| frac(j))
                 .fold(0.0, f64::max);
             picks.insert(RULES[4].to_string(), (String::new(), top));
-            // The best measured of the first 16 of four rankings taken in
-            // turn (blend, forest, knob pick, 8 nearest), repeats skipped.
-            let orders: Vec<Vec<usize>> = [&both, &fs, &ks, &mean]
-                .iter()
-                .map(|sc| ranked(sc, &runnable))
-                .collect();
+            // The best measured of the first 16 of the four rankings taken
+            // in turn, repeats skipped.
             let mix = first_k_mix(&orders, FIRST_K)
                 .into_iter()
                 .map(frac)
@@ -279,7 +277,7 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
             let fam = first_k_mix(&[heads, blend_order.clone()], FIRST_K);
             let fam = fam.into_iter().map(frac).fold(0.0, f64::max);
             picks.insert(RULES[11].to_string(), (String::new(), fam));
-            let climbed = climb(&orders[0], &both, &frac, FIRST_K / 2, FIRST_K);
+            let climbed = climb(&space, &orders[0], &both, &frac, FIRST_K / 2, FIRST_K);
             picks.insert(RULES[12].to_string(), (String::new(), climbed));
             Case {
                 matrix: r.name.clone(),
@@ -292,8 +290,11 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
 }
 
 /// The runnable variants `scores` scores, best first.
-fn ranked(scores: &[Option<f64>], runnable: &dyn Fn(&Variant) -> bool) -> Vec<usize> {
-    let space = policy_space();
+fn ranked(
+    space: &[Variant],
+    scores: &[Option<f64>],
+    runnable: &dyn Fn(&Variant) -> bool,
+) -> Vec<usize> {
     let mut order: Vec<usize> = (0..space.len())
         .filter(|&j| runnable(&space[j]) && scores[j].is_some())
         .collect();
@@ -311,14 +312,13 @@ fn ranked(scores: &[Option<f64>], runnable: &dyn Fn(&Variant) -> bool) -> Vec<us
 /// far (`sparserl_build::search::neighbors`, as the build's climb), or the
 /// next of `order` when it has none.
 fn climb(
+    space: &[Variant],
     order: &[usize],
     scores: &[Option<f64>],
     frac: &dyn Fn(usize) -> f64,
     explore: usize,
     k: usize,
 ) -> f64 {
-    let space = policy_space();
-    let index: BTreeMap<Variant, usize> = space.iter().enumerate().map(|(j, v)| (*v, j)).collect();
     let mut done: Vec<usize> = order.iter().take(explore).copied().collect();
     while done.len() < k.min(order.len()) {
         let best = done
@@ -328,7 +328,7 @@ fn climb(
         let next = best.and_then(|b| {
             sparserl_build::search::neighbors(&space[b])
                 .iter()
-                .filter_map(|v| index.get(v).copied())
+                .filter_map(|v| space.iter().position(|s| s == v))
                 .filter(|j| scores[*j].is_some() && !done.contains(j))
                 .max_by(|&a, &b| {
                     scores[a]

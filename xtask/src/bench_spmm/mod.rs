@@ -60,22 +60,19 @@ pub fn retime_settled(
     mut round: impl FnMut() -> Result<Option<Vec<f64>>>,
 ) -> Result<Option<Retimed>> {
     let mut all = Vec::new();
-    let mut last = Vec::new();
-    for r in 1..=RETIME_ROUNDS {
+    let mut rounds = 0;
+    loop {
         let Some(times) = round()? else {
             return Ok(None);
         };
+        rounds += 1;
         all.extend_from_slice(&times);
-        last = times;
-        if settled(&last, chosen_us) || r == RETIME_ROUNDS {
-            let note = (r > 1).then(|| {
-                let state = if settled(&last, chosen_us) {
-                    "settled"
-                } else {
-                    "still apart"
-                };
+        let calm = settled(&times, chosen_us);
+        if calm || rounds == RETIME_ROUNDS {
+            let note = (rounds > 1).then(|| {
                 format!(
-                    "re-timed in {r} rounds ({state}; chosen at {}; readings {})",
+                    "re-timed in {rounds} rounds ({}; chosen at {}; readings {})",
+                    if calm { "settled" } else { "still apart" },
                     chosen_us.map_or("-".to_string(), |c| format!("{c:.2} us")),
                     all.iter()
                         .map(|t| format!("{t:.2}"))
@@ -83,10 +80,9 @@ pub fn retime_settled(
                         .join(" ")
                 )
             });
-            return Ok(Some((all, median_of(&last), note)));
+            return Ok(Some((all, median_of(&times), note)));
         }
     }
-    Ok(Some((all, median_of(&last), None)))
 }
 
 /// Median of `xs` (the lower middle one for an even count); `None` when empty.
