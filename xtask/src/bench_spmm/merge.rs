@@ -59,7 +59,8 @@ pub fn merge(reports: &[Report], names: &[String]) -> Result<Report> {
     Ok(out)
 }
 
-/// Reads `paths`, merges them and writes `<out>/<stem>.json`, `.md` and `.svg`.
+/// Reads `paths`, merges them and writes `<out>/<stem>.json` (compact: the merged front-page
+/// reports are the largest files of the repository), `.md` and `.svg`.
 pub fn run(paths: &[PathBuf], out: &Path, stem: &str) -> Result<()> {
     let mut reports = Vec::with_capacity(paths.len());
     let mut names = Vec::with_capacity(paths.len());
@@ -76,7 +77,7 @@ pub fn run(paths: &[PathBuf], out: &Path, stem: &str) -> Result<()> {
     let merged = merge(&reports, &names)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let json = out.join(format!("{stem}.json"));
-    std::fs::write(&json, serde_json::to_string_pretty(&merged)?)
+    std::fs::write(&json, serde_json::to_string(&merged)?)
         .with_context(|| format!("writing {}", json.display()))?;
     render::rerender(&json)?;
     print!("{}", render::summary_md(&merged));
