@@ -239,7 +239,8 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
         int rs = indptr[row];
         int re = indptr[row + 1];
         const int kb = spmm_ns_edge(m, rs);
-        int ke = p;  // below p once the walk stops before a row that snaps the end back
+        int ke = p;
+        bool cut_short = false;
         SPMM_ACC acc[COARSEN][V];
         T blk[COARSEN][V];
 #pragma unroll
@@ -294,6 +295,7 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
                         if (re > p && p - rs < SPMM_RANGE) {
                             // The next range starts at this row (rs = base + t):
                             // end here, uniformly across the stream.
+                            cut_short = true;
                             ke = base + t;
                             cnt = t;
                             break;
@@ -307,7 +309,7 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
                 steps = 0;
             }
         }
-        if (ke == p) {
+        if (!cut_short) {
             spmm_blk_add<COARSEN, V>(acc, blk);
             spmm_ns_flush<EPI, V>(acc, y, ldy, row, !spmm_split_row(rs, re), col0, n, alpha,
                                   beta, bias);
