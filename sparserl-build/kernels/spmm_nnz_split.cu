@@ -14,18 +14,11 @@
 // is accumulated (that many gathers in flight per lane). Row changes are
 // uniform across the stream; a run of empty rows is crossed by galloping,
 // so no stream walks a long run row by row. The range W does not depend
-// on GROUP, so which rows are split (and the passes) does not either.
-//
-// Range edges snap back to row starts: range i nominally starts at nonzero
-// m = i W, but when m falls inside a row that started less than W earlier
-// (s < m < s + W) the edge moves back to s, so a row of fewer than W
-// nonzeros is never cut and a range holds 1 to 2 W - 1 nonzeros. A stream
-// finds its own edges from the nominal ones: its start from the row of m
-// (the search it makes anyway), its end by stopping before the row that
-// holds its nominal end p if that row started less than W before p. A row
-// that lies wholly inside its range is written with its final value; a row
-// cut at an edge ("split": some multiple of W lies in [s + W, e), see
-// spmm_split_row) gets alpha times each range's partial added with atomics.
+// on GROUP, so which rows are split (and the passes) does not either. A
+// row that lies wholly inside
+// the range is written with its final value; a row cut at a range edge
+// ("split": indptr[r] / W != (indptr[r+1] - 1) / W) gets alpha times the
+// range's partial added with atomics.
 //
 // Two passes make that exact, a warp per row or per up to 32 rows (see
 // spmm_ns_pass), launched on the same stream:
@@ -53,19 +46,9 @@
 // Nonzeros whose X rows a stream loads before using any: UNROLL, at most GROUP.
 #define SPMM_NS_PF (UNROLL < GROUP ? UNROLL : GROUP)
 
-// Whether row [s, e) (non-empty) is cut between ranges: a nominal edge m
-// (a multiple of SPMM_RANGE) with s < m < s + SPMM_RANGE snaps back to s,
-// one with m >= s + SPMM_RANGE and m < e cuts the row. The first multiple
-// at or past s + SPMM_RANGE is SPMM_RANGE (ceil(s / SPMM_RANGE) + 1).
+// Whether row [s, e) (non-empty) is cut between ranges.
 __device__ __forceinline__ bool spmm_split_row(int s, int e) {
-    const long long first = ((long long)s + SPMM_RANGE - 1) / SPMM_RANGE + 1;
-    return first * SPMM_RANGE < (long long)e;
-}
-
-// The snapped start of the range with nominal start m (< nnz), given the
-// start rs of the row that holds nonzero m.
-__device__ __forceinline__ int spmm_ns_edge(int m, int rs) {
-    return m - rs < SPMM_RANGE ? rs : m;
+    return s / SPMM_RANGE != (e - 1) / SPMM_RANGE;
 }
 
 // The lane's columns of X row cc into xv (columns past n: 0, never used).
@@ -230,17 +213,12 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
     const long long stride = (long long)gridDim.x * (BLOCK / GROUP);
     // The loop condition and the walk are uniform across a stream (same w).
     for (long long w = tid / GROUP; w < work; w += stride) {
-        // Nominal range [m, p); the walk runs from the snapped start kb to
-        // at most p, and stops early before a row that snaps the end back.
-        const int m = (int)(w / chunks) * SPMM_RANGE;
-        const int p = nnz - m < SPMM_RANGE ? nnz : m + SPMM_RANGE;
+        const int kb = (int)(w / chunks) * SPMM_RANGE;
+        const int ke = nnz - kb < SPMM_RANGE ? nnz : kb + SPMM_RANGE;
         const int col0 = (int)(w % chunks) * CHUNK + (int)lane * V;
-        int row = spmm_stream_row_in(indptr, 0, rows - 1, m, lane, mask);
+        int row = spmm_stream_row_in(indptr, 0, rows - 1, kb, lane, mask);
         int rs = indptr[row];
         int re = indptr[row + 1];
-        const int kb = spmm_ns_edge(m, rs);
-        int ke = p;
-        bool cut_short = false;
         SPMM_ACC acc[COARSEN][V];
         T blk[COARSEN][V];
 #pragma unroll
@@ -257,7 +235,7 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
             const int k = base + (int)lane;
             const int mc = k < ke ? indices[k] : 0;
             const T mv = k < ke ? values[k] : (T)0;
-            int cnt = ke - base < GROUP ? ke - base : GROUP;
+            const int cnt = ke - base < GROUP ? ke - base : GROUP;
             // PF nonzeros at a time: their X rows are all loaded before any
             // is used (PF gathers in flight per lane), then accumulated in
             // order, with the row changes between them.
@@ -281,8 +259,8 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
                     }
                     if (base + t >= re) {
                         spmm_blk_add<COARSEN, V>(acc, blk);
-                        spmm_ns_flush<EPI, V>(acc, y, ldy, row, !spmm_split_row(rs, re), col0,
-                                              n, alpha, beta, bias);
+                        spmm_ns_flush<EPI, V>(acc, y, ldy, row, rs >= kb && re <= ke, col0, n,
+                                              alpha, beta, bias);
                         ++row;
                         rs = re;
                         re = indptr[row + 1];
@@ -291,14 +269,6 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
                             row = spmm_ns_skip_empty(indptr, rows, row, base + t);
                             rs = indptr[row];
                             re = indptr[row + 1];
-                        }
-                        if (re > p && p - rs < SPMM_RANGE) {
-                            // The next range starts at this row (rs = base + t):
-                            // end here, uniformly across the stream.
-                            cut_short = true;
-                            ke = base + t;
-                            cnt = t;
-                            break;
                         }
                     }
                     spmm_ns_acc<V>(blk, xv[u], vv[u], col0, n);
@@ -309,11 +279,8 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
                 steps = 0;
             }
         }
-        if (!cut_short) {
-            spmm_blk_add<COARSEN, V>(acc, blk);
-            spmm_ns_flush<EPI, V>(acc, y, ldy, row, !spmm_split_row(rs, re), col0, n, alpha,
-                                  beta, bias);
-        }
+        spmm_blk_add<COARSEN, V>(acc, blk);
+        spmm_ns_flush<EPI, V>(acc, y, ldy, row, rs >= kb && re <= ke, col0, n, alpha, beta, bias);
     }
 }
 
