@@ -114,7 +114,7 @@ pub fn build(records: &Path, out: &Path) -> Result<()> {
 }
 
 /// The rules judged, in report order.
-const RULES: [&str; 13] = [
+const RULES: [&str; 21] = [
     "knn8",
     "knob-knn16",
     "forest",
@@ -128,7 +128,18 @@ const RULES: [&str; 13] = [
     "first16-mix",
     "first16-families",
     "first16-climb",
+    "forest0.3-knob16",
+    "forest0.7-knob16",
+    "min-forest-knob16",
+    "min-forest0.7-knob16",
+    "forest-knob16-cautious",
+    "forest-knob16-knn8",
+    "mean3-forest-knob16-knn8",
+    "min3-forest-knob16-knn8",
 ];
+
+/// Index in [`RULES`] of the first score combination ([`combinations`]).
+const COMBINED: usize = 13;
 
 /// Spreads of the trees the cautious rules subtract (`cautious<risk>`).
 const RISKS: [f64; 2] = [0.5, 1.0];
@@ -279,6 +290,15 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
             picks.insert(RULES[11].to_string(), (String::new(), fam));
             let climbed = climb(&space, &orders[0], &both, &frac, FIRST_K / 2, FIRST_K);
             picks.insert(RULES[12].to_string(), (String::new(), climbed));
+            let cautious_blend = blend(&cautious[0], &ks);
+            for (i, sc) in combinations(&fs, &ks, &both, &cautious_blend, &mean)
+                .iter()
+                .enumerate()
+            {
+                let j = best_of(sc, &runnable);
+                let id = j.map(|j| space[j].id()).unwrap_or_default();
+                picks.insert(RULES[COMBINED + i].to_string(), (id, j.map_or(0.0, frac)));
+            }
             Case {
                 matrix: r.name.clone(),
                 class: r.class.clone(),
@@ -287,6 +307,46 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
             }
         })
         .collect()
+}
+
+/// Per variant, `f` of two score lists' scores; either alone where the
+/// other has none.
+fn combine(a: &[Option<f64>], b: &[Option<f64>], f: impl Fn(f64, f64) -> f64) -> Vec<Option<f64>> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) => Some(f(*x, *y)),
+            (x, y) => x.or(*y),
+        })
+        .collect()
+}
+
+/// The score lists of the combined rules, in [`RULES`] order from
+/// [`COMBINED`]: other shares of the forest in the blend, the lower of the
+/// two learners' scores (a variant either learner rates poorly is avoided),
+/// the mean of that and the 0.7 blend, the lower of the blend and its
+/// cautious form, and the blend with the log of the 8 nearest records' mean
+/// fraction as a third learner (2:1, equal thirds, the lowest of three).
+fn combinations(
+    fs: &[Option<f64>],
+    ks: &[Option<f64>],
+    both: &[Option<f64>],
+    cautious_blend: &[Option<f64>],
+    knn8: &[Option<f64>],
+) -> Vec<Vec<Option<f64>>> {
+    let log8: Vec<Option<f64>> = knn8.iter().map(|m| m.map(|m| m.max(1e-3).ln())).collect();
+    let lower = combine(fs, ks, f64::min);
+    let share7 = combine(fs, ks, |f, k| 0.7 * f + 0.3 * k);
+    vec![
+        combine(fs, ks, |f, k| 0.3 * f + 0.7 * k),
+        share7.clone(),
+        lower.clone(),
+        combine(&share7, &lower, |a, b| 0.5 * (a + b)),
+        combine(both, cautious_blend, f64::min),
+        combine(both, &log8, |a, b| (2.0 * a + b) / 3.0),
+        combine(&combine(fs, ks, |f, k| f + k), &log8, |a, b| (a + b) / 3.0),
+        combine(&lower, &log8, f64::min),
+    ]
 }
 
 /// The runnable variants `scores` scores, best first.
@@ -438,7 +498,14 @@ fn markdown(
           nearest records'); `first16-families` the blend's best variant of every family first, \
           then the rest of the blend's order; `first16-climb` the blend's first 8, then 8 steps \
           of the build's climb (the best-scored unmeasured single-knob neighbour of the best \
-          measured so far; none shipped). Figures are \
+          measured so far; none shipped). The score combinations (none shipped): \
+          `forest<s>-knob16` the blend with a forest share of s instead of 0.5; \
+          `min-forest-knob16` the lower of the forest's and the knob pick's scores; \
+          `min-forest0.7-knob16` the mean of that and `forest0.7-knob16`; \
+          `forest-knob16-cautious` the lower of the blend and `cautious0.5-forest-knob16`; \
+          `forest-knob16-knn8` two thirds the blend and one third the log of the 8 nearest \
+          records' mean fraction, `mean3-forest-knob16-knn8` the three learners in equal thirds, \
+          `min3-forest-knob16-knn8` the lowest of the three. Figures are \
           fractions of each record's best measured variant of the policy space.\n\n";
     s += &format!("Records: {}.\n\n", source.join("; "));
     s += "| rule | pooled | class mean | worst class | classes below 0.9 | worst record |\n|---|---:|---:|---|---:|---:|\n";
