@@ -259,37 +259,13 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
                 .iter()
                 .map(|sc| ranked(&space, sc, &runnable))
                 .collect();
-            // The best measured of the blend's first 16 runnable variants.
-            let top = orders[0]
+            let firsts = first_k_figures(&space, &orders, &both, &frac);
+            for (rule, f) in [RULES[4], RULES[10], RULES[11], RULES[12]]
                 .iter()
-                .take(FIRST_K)
-                .map(|&j| frac(j))
-                .fold(0.0, f64::max);
-            picks.insert(RULES[4].to_string(), (String::new(), top));
-            // The best measured of the first 16 of the four rankings taken
-            // in turn, repeats skipped.
-            let mix = first_k_mix(&orders, FIRST_K)
-                .into_iter()
-                .map(frac)
-                .fold(0.0, f64::max);
-            picks.insert(RULES[10].to_string(), (String::new(), mix));
-            // The blend's best variant of every family first (in the blend's
-            // order), then the rest of the blend's order.
-            let blend_order = &orders[0];
-            let mut heads: Vec<usize> = Vec::new();
-            for &j in blend_order {
-                if !heads
-                    .iter()
-                    .any(|&h| space[h].strategy == space[j].strategy)
-                {
-                    heads.push(j);
-                }
+                .zip(firsts)
+            {
+                picks.insert(rule.to_string(), (String::new(), f));
             }
-            let fam = first_k_mix(&[heads, blend_order.clone()], FIRST_K);
-            let fam = fam.into_iter().map(frac).fold(0.0, f64::max);
-            picks.insert(RULES[11].to_string(), (String::new(), fam));
-            let climbed = climb(&space, &orders[0], &both, &frac, FIRST_K / 2, FIRST_K);
-            picks.insert(RULES[12].to_string(), (String::new(), climbed));
             let cautious_blend = blend(&cautious[0], &ks);
             for (i, sc) in combinations(&fs, &ks, &both, &cautious_blend, &mean)
                 .iter()
@@ -307,6 +283,36 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
             }
         })
         .collect()
+}
+
+/// The best measured fraction among the first [`FIRST_K`] candidates of
+/// four orders, for the `first16-*` rules (`RULES[4]`, `[10]`, `[11]`,
+/// `[12]`): the blend's own order (`orders[0]`); the four rankings of
+/// `orders` taken in turn, repeats skipped; the blend's best variant of
+/// every family first (in its order), then the rest of its order; its
+/// first half then the build's single-knob climb.
+fn first_k_figures(
+    space: &[Variant],
+    orders: &[Vec<usize>],
+    both: &[Option<f64>],
+    frac: &dyn Fn(usize) -> f64,
+) -> [f64; 4] {
+    let best = |js: &[usize]| js.iter().map(|&j| frac(j)).fold(0.0, f64::max);
+    let blend_order = &orders[0];
+    let top: Vec<usize> = blend_order.iter().take(FIRST_K).copied().collect();
+    let mix = first_k_mix(orders, FIRST_K);
+    let mut heads: Vec<usize> = Vec::new();
+    for &j in blend_order {
+        if !heads
+            .iter()
+            .any(|&h| space[h].strategy == space[j].strategy)
+        {
+            heads.push(j);
+        }
+    }
+    let fam = first_k_mix(&[heads, blend_order.clone()], FIRST_K);
+    let climbed = climb(space, blend_order, both, frac, FIRST_K / 2, FIRST_K);
+    [best(&top), best(&mix), best(&fam), climbed]
 }
 
 /// Per variant, `f` of two score lists' scores; either alone where the
