@@ -232,6 +232,7 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
                 .iter()
                 .map(|&risk| forest.cautious_space_scores(&r.features, r.value, risk))
                 .collect();
+            let cautious_blend = blend(&cautious[0], &ks);
             let picks = [
                 best_of(&mean, &runnable),
                 best_of(&ks, &runnable),
@@ -240,7 +241,7 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
                 None,
                 best_of(&cautious[0], &runnable),
                 best_of(&cautious[1], &runnable),
-                best_of(&blend(&cautious[0], &ks), &runnable),
+                best_of(&cautious_blend, &runnable),
                 best_of(&blend(&cautious[1], &ks), &runnable),
                 referee(&[&fs, &ks, &both], &mean, &runnable),
             ];
@@ -266,7 +267,6 @@ fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) 
             {
                 picks.insert(rule.to_string(), (String::new(), f));
             }
-            let cautious_blend = blend(&cautious[0], &ks);
             for (i, sc) in combinations(&fs, &ks, &both, &cautious_blend, &mean)
                 .iter()
                 .enumerate()
