@@ -76,6 +76,11 @@ const FAMILIES: [(&str, Draw, bool); 12] = [
     ("kronecker", draw_rmat, true),
 ];
 
+/// Families added after the twelve above, drawn after all of their
+/// instances so that an earlier seed's instances of the twelve are unchanged:
+/// (class, drawer, instances in each of the latency-bound and medium tiers).
+const LATER_FAMILIES: [(&str, Draw, usize); 1] = [("dense-rows", draw_dense_rows, 4)];
+
 fn lu(rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
     (lo.ln() + rng.random::<f64>() * (hi.ln() - lo.ln())).exp()
 }
@@ -198,6 +203,18 @@ fn draw_rails(nnz: f64, r: &mut ChaCha8Rng) -> Gen {
         rail_density,
     }
 }
+fn draw_dense_rows(nnz: f64, r: &mut ChaCha8Rng) -> Gen {
+    // Square to 4:1 either way; at most 60% dense.
+    let aspect = lu(r, 0.25, 4.0);
+    let density = lu(r, 0.02, 0.6);
+    let rows = ((nnz / (density * aspect)).sqrt() as usize).max(8);
+    Gen::DenseRows {
+        rows,
+        cols: ((rows as f64 * aspect) as usize).max(8),
+        density,
+        row_cv: r.random_range(0.0..1.0),
+    }
+}
 fn draw_rmat(nnz: f64, r: &mut ChaCha8Rng) -> Gen {
     // Graph500, a social-like, a very skewed and a nearly uniform set.
     let sets = [
@@ -221,38 +238,74 @@ fn draw_rmat(nnz: f64, r: &mut ChaCha8Rng) -> Gen {
 
 /// The corpus: per family two latency-bound and two medium instances (one
 /// f32, one f64 each) and, for the families marked large, one f32 instance
-/// past the L2 cache; ordered small to large so `--max-seconds` trims the
-/// large ones first. `quick` divides every size by 16 (smoke runs).
+/// past the L2 cache; then the later families' instances (f32 and f64
+/// alternating); ordered small to large so `--max-seconds` trims the large
+/// ones first. `quick` divides every size by 16 (smoke runs).
 pub fn corpus(seed: u64, quick: bool) -> Vec<FamilyMatrix> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::new();
-    for (tier, &(lo, hi)) in TIER_NNZ.iter().enumerate() {
+    for tier in 0..TIER_NNZ.len() {
         for (fi, (class, draw, large)) in FAMILIES.iter().enumerate() {
             let n = match tier {
                 0 | 1 => 2,
                 _ => usize::from(*large),
             };
             for i in 0..n {
-                let nnz = lu(&mut rng, lo, hi) / if quick { 16.0 } else { 1.0 };
-                let spec = draw(nnz, &mut rng);
-                let s = seed * 1000 + (tier * 100 + fi * 4 + i) as u64;
-                let value = if tier < 2 && i == 1 {
-                    ValueType::F64
-                } else {
-                    ValueType::F32
-                };
-                out.push(FamilyMatrix {
-                    name: format!("fam-{}-{}-t{tier}-{i}", spec.name(), s),
-                    class: class.to_string(),
-                    value,
-                    spec,
-                    seed: s,
-                    tier,
-                });
+                out.push(instance(
+                    &mut rng,
+                    (seed, quick),
+                    (tier, fi, i),
+                    class,
+                    *draw,
+                ));
             }
         }
     }
+    for tier in 0..2 {
+        for (k, (class, draw, n)) in LATER_FAMILIES.iter().enumerate() {
+            for i in 0..*n {
+                let fi = FAMILIES.len() + k;
+                out.push(instance(
+                    &mut rng,
+                    (seed, quick),
+                    (tier, fi, i),
+                    class,
+                    *draw,
+                ));
+            }
+        }
+    }
+    // Stable: within a tier the order of the draws.
+    out.sort_by_key(|m| m.tier);
     out
+}
+
+/// Draws one instance: the corpus's (seed, quick), its (tier, family index,
+/// instance index); odd instances below tier 2 are f64.
+fn instance(
+    rng: &mut ChaCha8Rng,
+    (seed, quick): (u64, bool),
+    (tier, fi, i): (usize, usize, usize),
+    class: &str,
+    draw: Draw,
+) -> FamilyMatrix {
+    let (lo, hi) = TIER_NNZ[tier];
+    let nnz = lu(rng, lo, hi) / if quick { 16.0 } else { 1.0 };
+    let spec = draw(nnz, rng);
+    let s = seed * 1000 + (tier * 100 + fi * 4 + i) as u64;
+    let value = if tier < 2 && i % 2 == 1 {
+        ValueType::F64
+    } else {
+        ValueType::F32
+    };
+    FamilyMatrix {
+        name: format!("fam-{}-{}-t{tier}-{i}", spec.name(), s),
+        class: class.to_string(),
+        value,
+        spec,
+        seed: s,
+        tier,
+    }
 }
 
 #[cfg(test)]

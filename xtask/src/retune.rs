@@ -418,6 +418,10 @@ pub struct CollectArgs {
     /// Seed of the families corpus (`--corpus families`).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// With `--corpus families`: only these classes (comma-separated, e.g.
+    /// `dense-rows`); every family when absent.
+    #[arg(long, value_delimiter = ',')]
+    pub family: Vec<String>,
     /// Build every matrix and print what would be measured; no GPU needed.
     #[arg(long)]
     pub dry_run: bool,
@@ -780,17 +784,31 @@ fn collect_entries(args: &CollectArgs, values: &[ValueType]) -> Result<Vec<Entry
     };
     match args.corpus {
         CorpusArg::Large => Ok(large_corpus(args.quick)?.into_iter().map(built).collect()),
-        CorpusArg::Families => Ok(crate::families::corpus(args.seed, args.quick)
-            .into_iter()
-            .filter(|m| values.contains(&m.value))
-            .map(|m| Entry {
-                name: m.name.clone(),
-                class: m.class.clone(),
-                values: vec![m.value],
-                provenance: Some(m.provenance()),
-                source: Source::Planned(m),
-            })
-            .collect()),
+        CorpusArg::Families => {
+            let plan = crate::families::corpus(args.seed, args.quick);
+            if let Some(f) = args
+                .family
+                .iter()
+                .find(|f| !plan.iter().any(|m| m.class == **f))
+            {
+                let mut known: Vec<_> = plan.iter().map(|m| m.class.as_str()).collect();
+                known.sort_unstable();
+                known.dedup();
+                bail!("--family {f}: no such family (known: {})", known.join(", "));
+            }
+            Ok(plan
+                .into_iter()
+                .filter(|m| values.contains(&m.value))
+                .filter(|m| args.family.is_empty() || args.family.contains(&m.class))
+                .map(|m| Entry {
+                    name: m.name.clone(),
+                    class: m.class.clone(),
+                    values: vec![m.value],
+                    provenance: Some(m.provenance()),
+                    source: Source::Planned(m),
+                })
+                .collect())
+        }
         CorpusArg::Training => {
             let dir = args.matrices.clone().unwrap_or_else(|| {
                 let d = PathBuf::from(".device/matrices");

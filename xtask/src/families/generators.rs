@@ -95,6 +95,14 @@ pub enum Gen {
         rails: usize,
         rail_density: f64,
     },
+    /// Small dense-row matrix (input-output tables, kernel and Gram blocks):
+    /// row lengths log-normal around `density * cols`, columns uniform.
+    DenseRows {
+        rows: usize,
+        cols: usize,
+        density: f64,
+        row_cv: f64,
+    },
     /// R-MAT / Kronecker graph with quadrant probabilities a, b, c (d = rest).
     Rmat {
         scale: u32,
@@ -212,6 +220,12 @@ impl Gen {
                 rails,
                 rail_density,
             } => rails_matrix(rows, local, rails, rail_density, r),
+            Gen::DenseRows {
+                rows,
+                cols,
+                density,
+                row_cv,
+            } => dense_rows(rows, cols, density, row_cv, r),
             Gen::Rmat {
                 scale,
                 edge_factor,
@@ -552,6 +566,32 @@ fn rails_matrix(
         }
     }
     csr(rows, rows, &t)
+}
+
+fn dense_rows(
+    rows: usize,
+    cols: usize,
+    density: f64,
+    row_cv: f64,
+    rng: &mut ChaCha8Rng,
+) -> Result<Csr> {
+    if cols == 0 || !(density > 0.0 && density <= 1.0) {
+        bail!("dense-rows: {cols} columns, density {density}");
+    }
+    let mut t = Vec::new();
+    let mut pick: Vec<u32> = (0..cols as u32).collect();
+    for r in 0..rows {
+        let d = lognormal(rng, density * cols as f64, row_cv)
+            .round()
+            .clamp(1.0, cols as f64) as usize;
+        // The first d of a partial shuffle: d distinct uniform columns.
+        for i in 0..d {
+            let j = rng.random_range(i..cols);
+            pick.swap(i, j);
+            t.push((r as u32, pick[i], val(rng)));
+        }
+    }
+    csr(rows, cols, &t)
 }
 
 fn rmat(scale: u32, ef: usize, p: [f64; 3], shuffled: bool, rng: &mut ChaCha8Rng) -> Result<Csr> {
