@@ -6,7 +6,7 @@
 # the families corpus's dense-rows family (seeds 6 and 7, eight instances each, every
 # applicable variant of the full space) for the SpMV records and forest, then the real set
 # column-major f32 against cuSPARSE with the settled re-timing (the front page's
-# column-major figures predate it); on an H100 nothing (its timings are not merged with the
+# column-major figures predate it) when BENCH=1; on an H100 nothing (its timings are not merged with the
 # H200 data). PART=2 (not run): the same benchmark in f64.
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -36,24 +36,25 @@ san() {
   grep -h -E "SpMM (memcheck|racecheck|initcheck)" $W/san-r.log | awk '{print $4}' | sort | uniq -c
   tail -n 6 $W/san-r.log
 }
+dense() {
+  for s in 6 7; do
+    timeout 130 $X collect --corpus families --seed $s --family dense-rows --space full --max-seconds 100 \
+      --out $W/h200-dense-rows$s.json.gz > $W/h200-dense-rows$s.log 2>&1; el $? >> $W/h200-dense-rows$s.log
+    pack; tail -n 2 $W/h200-dense-rows$s.log
+  done
+}
 if [ $G = h100 ]; then [ $P = 1 ] && san; exit 0; fi
 if [ $P = 1 ]; then
-  for s in 6 7; do
-    timeout 130 $X collect --corpus families --seed $s --family dense-rows --space full --max-seconds 100 \
-      --out $W/h200-dense-rows$s.json.gz > $W/h200-dense-rows$s.log 2>&1; el $? >> $W/h200-dense-rows$s.log
-    pack; tail -n 2 $W/h200-dense-rows$s.log
-  done
+  dense
   san
 elif [ $P = 3 ]; then
-  for s in 6 7; do
-    timeout 130 $X collect --corpus families --seed $s --family dense-rows --space full --max-seconds 100 \
-      --out $W/h200-dense-rows$s.json.gz > $W/h200-dense-rows$s.log 2>&1; el $? >> $W/h200-dense-rows$s.log
-    pack; tail -n 2 $W/h200-dense-rows$s.log
-  done
-  unpack
-  timeout $(( 590 - ($(date +%s) - T0) )) $B --value f32 --max-seconds 175 --stem spmm-real-colmajor-$G \
-    > $W/bench-real-cm.log 2>&1; el $? >> $W/bench-real-cm.log
-  pack; grep -E "geomean|below" $W/bench-real-cm.log | cut -c1-300 | tail -n 6; tail -n 1 $W/bench-real-cm.log
+  dense
+  if [ "${BENCH:-0}" = 1 ]; then
+    unpack
+    timeout $(( 590 - ($(date +%s) - T0) )) $B --value f32 --max-seconds 175 --stem spmm-real-colmajor-$G \
+      > $W/bench-real-cm.log 2>&1; el $? >> $W/bench-real-cm.log
+    pack; grep -E "geomean|below" $W/bench-real-cm.log | cut -c1-300 | tail -n 6; tail -n 1 $W/bench-real-cm.log
+  fi
 else
   unpack
   timeout 200 $B --value f32 --max-seconds 175 --stem spmm-real-colmajor-$G > $W/bench-real-cm.log 2>&1
