@@ -243,12 +243,23 @@ pub const FOREST_SHARE: f64 = 0.5;
 /// with a knob regression) miss on different matrices, so their mean misses
 /// less often than either.
 pub fn blend(forest: &[Option<f64>], knob: &[Option<f64>]) -> Vec<Option<f64>> {
-    forest
-        .iter()
-        .zip(knob)
-        .map(|(f, k)| match (f, k) {
-            (Some(f), Some(k)) => Some(FOREST_SHARE * f + (1.0 - FOREST_SHARE) * k),
-            (f, k) => f.or(*k),
+    combine(forest, knob, |f, k| {
+        FOREST_SHARE * f + (1.0 - FOREST_SHARE) * k
+    })
+}
+
+/// Per variant, `f` of two score lists' scores; either alone where the
+/// other has none.
+pub fn combine(
+    a: &[Option<f64>],
+    b: &[Option<f64>],
+    f: impl Fn(f64, f64) -> f64,
+) -> Vec<Option<f64>> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) => Some(f(*x, *y)),
+            (x, y) => x.or(*y),
         })
         .collect()
 }

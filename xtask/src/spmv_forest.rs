@@ -11,7 +11,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde::Serialize;
 use sparserl_policies::forest::{DEFAULT_FOREST, ForestConfig};
-use sparserl_policies::forest_pick::{ForestPick, best_of, blend};
+use sparserl_policies::forest_pick::{ForestPick, best_of, blend, combine};
 use sparserl_policies::knn::{Combine, NeighbourPick};
 use sparserl_policies::knob_pick::{KnobPick, NEIGHBOURS};
 use sparserl_policies::net::policy_space;
@@ -138,8 +138,11 @@ const RULES: [&str; 21] = [
     "min3-forest-knob16-knn8",
 ];
 
-/// Index in [`RULES`] of the first score combination ([`combinations`]).
-const COMBINED: usize = 13;
+/// The score combinations ([`combinations`]), the last rules of [`RULES`].
+const COMBINATIONS: usize = 8;
+
+/// Index in [`RULES`] of the first score combination.
+const COMBINED: usize = RULES.len() - COMBINATIONS;
 
 /// Spreads of the trees the cautious rules subtract (`cautious<risk>`).
 const RISKS: [f64; 2] = [0.5, 1.0];
@@ -315,18 +318,6 @@ fn first_k_figures(
     [best(&top), best(&mix), best(&fam), climbed]
 }
 
-/// Per variant, `f` of two score lists' scores; either alone where the
-/// other has none.
-fn combine(a: &[Option<f64>], b: &[Option<f64>], f: impl Fn(f64, f64) -> f64) -> Vec<Option<f64>> {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| match (x, y) {
-            (Some(x), Some(y)) => Some(f(*x, *y)),
-            (x, y) => x.or(*y),
-        })
-        .collect()
-}
-
 /// The score lists of the combined rules, in [`RULES`] order from
 /// [`COMBINED`]: other shares of the forest in the blend, the lower of the
 /// two learners' scores (a variant either learner rates poorly is avoided),
@@ -339,11 +330,11 @@ fn combinations(
     both: &[Option<f64>],
     cautious_blend: &[Option<f64>],
     knn8: &[Option<f64>],
-) -> Vec<Vec<Option<f64>>> {
+) -> [Vec<Option<f64>>; COMBINATIONS] {
     let log8: Vec<Option<f64>> = knn8.iter().map(|m| m.map(|m| m.max(1e-3).ln())).collect();
     let lower = combine(fs, ks, f64::min);
     let share7 = combine(fs, ks, |f, k| 0.7 * f + 0.3 * k);
-    vec![
+    [
         combine(fs, ks, |f, k| 0.3 * f + 0.7 * k),
         share7.clone(),
         lower.clone(),
