@@ -13,7 +13,7 @@ use sparserl_rt::spmm::{SpmmStrategy, SpmmVariant, spmm_space};
 use sparserl_rt::{Features, ValueType};
 
 /// Version of the SpMM prior (part of SpMM cache keys).
-pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-9";
+pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-8";
 
 /// Lanes an H200-class GPU keeps busy at once (132 SMs x 2048 threads).
 const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
@@ -71,7 +71,6 @@ pub fn spmm_prior_for(
 ///   `m / (g max(1, q_k / g + 0.5))`; nnz-split is balanced by
 ///   construction and pays the atomics of rows cut at range edges
 ///   (`0.85 / (1 + 0.3 min(4, m / (32 items)))`) and its pre-pass (x 0.9);
-///   row-part (whole rows per range) `0.95 max(0.5, range / (range + m))`;
 /// - gathers: row-major X rows are contiguous (vector loads of 1 / 2 / 4
 ///   columns: x 0.8 / 0.93 / 1.0; col-tile loads `min(tile, 4)` columns
 ///   at once, and a step is one such load); a col-major X row is strided, so lanes
@@ -90,9 +89,7 @@ pub fn spmm_prior_for(
 /// `log2(rows) / log2(g)` (the range walked one nonzero at a time with that
 /// many loads in flight, a dependent row-pointer load per row boundary, the
 /// first row's `g`-way search by the stream's lanes; the range is `32 items
-/// / sub` nonzeros, spmm-prior-7), row-part the same walk over
-/// `max(range + m, max_row)` nonzeros plus two partition loads, no search
-/// (spmm-prior-9).
+/// / sub` nonzeros, spmm-prior-7).
 ///
 /// A critical-path step is a dependent load, about [`LOADED_LATENCY_US`]
 /// on a busy device, while a throughput step (every lane loading one
@@ -143,19 +140,6 @@ pub fn spmm_prior_score(
                 m / (g * (qk / g + 0.5).max(1.0)),
                 (f.max_row / (g * f64::from(v.unroll.max(1)))).ceil() * f64::from(v.tile)
                     / f64::from(col_tile_vec(&v, layout)),
-            )
-        }
-        SpmmStrategy::RowPart => {
-            // nnz-split's walk without its search, atomics and pre-pass
-            // (spmm-prior-9): two loads of the row partition, then the
-            // range; a row longer than the range is walked whole by one
-            // stream, and a range holds whole rows, so about a row more.
-            let range = f64::from(v.range());
-            let in_flight = f64::from(v.unroll.min(v.group).max(1));
-            let walk = (range + m).max(f.max_row);
-            (
-                0.95 * (range / (range + m)).max(0.5),
-                walk * f64::from(v.coarsen) / in_flight + 2.0 * (walk / m).min(walk) + 2.0,
             )
         }
         SpmmStrategy::NnzSplit => {

@@ -26,9 +26,6 @@
 // 0: Y is never read), plus the bias under the epilogue, and writes empty
 // rows' final values (no range visits them); ENTRY_post after it applies the
 // epilogue's ReLU to split rows.
-//
-// With SPMM_ROW_PART 1 the same walk runs over row-aligned ranges in one
-// launch (spmm_row_part below).
 
 #include "spmm_common.cuh"
 
@@ -287,120 +284,6 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
     }
 }
 
-// Row-part (SPMM_ROW_PART 1): range j walks the rows whose first nonzero
-// lies in [j W, (j + 1) W) (W = SPMM_RANGE), read from the upload's row
-// partition `part` (entry i: the first row starting at or past 8 i; entry
-// `steps` = rows) instead of searched, so every row is whole: written once
-// with its final value (empty rows too: a flush of zero sums), in this one
-// launch, no passes, no atomics. A row longer than W is walked whole by the
-// stream of the range it starts in; a range in which no row starts is
-// skipped. The walk is nnz-split's.
-
-// Writes the final value of every empty row from `row` on, below r1;
-// returns the first non-empty row (or r1). acc is zero and stays so.
-template <int EPI, int V>
-__device__ __forceinline__ int spmm_rp_empties(SPMM_ACC (*acc)[V], const int* __restrict__ indptr,
-                                               int row, const int r1, T* __restrict__ y,
-                                               const int ldy, const int col0, const int n,
-                                               const T alpha, const T beta,
-                                               const T* __restrict__ bias) {
-    while (row < r1 && indptr[row + 1] == indptr[row]) {
-        spmm_ns_flush<EPI, V>(acc, y, ldy, row, true, col0, n, alpha, beta, bias);
-        ++row;
-    }
-    return row;
-}
-
-template <int N_CT, int EPI, int V>
-__device__ __forceinline__ void spmm_row_part(const int rows, const int nnz, const int n_rt,
-                                              const int* __restrict__ indptr,
-                                              const int* __restrict__ indices,
-                                              const T* __restrict__ values,
-                                              const T* __restrict__ x, const int ldx,
-                                              T* __restrict__ y, const int ldy, const T alpha,
-                                              const T beta, const T* __restrict__ bias,
-                                              const int* __restrict__ part) {
-    (void)rows;
-    const int n = N_CT > 0 ? N_CT : n_rt;
-    constexpr int CHUNK = GROUP * V * COARSEN;
-    constexpr int M = SPMM_RANGE / 8;
-    const long long steps = nnz > 0 ? ((long long)nnz + 7) / 8 : 1;
-    const long long chunks = ((long long)n + CHUNK - 1) / CHUNK;
-    const long long ranges = ((long long)(nnz > 0 ? nnz : 1) + SPMM_RANGE - 1) / SPMM_RANGE;
-    const long long work = ranges * chunks;
-    const long long tid = (long long)blockIdx.x * BLOCK + threadIdx.x;
-    const unsigned lane = (unsigned)(tid & (GROUP - 1));
-    const unsigned mask = spmm_group_mask<GROUP>();
-    const long long stride = (long long)gridDim.x * (BLOCK / GROUP);
-    // The loop condition and the walk are uniform across a stream (same w).
-    for (long long w = tid / GROUP; w < work; w += stride) {
-        const long long j = w / chunks;
-        const int r0 = part[j * M < steps ? j * M : steps];
-        const int r1 = part[(j + 1) * M < steps ? (j + 1) * M : steps];
-        const int col0 = (int)(w % chunks) * CHUNK + (int)lane * V;
-        SPMM_ACC acc[COARSEN][V];
-        T blk[COARSEN][V];
-#pragma unroll
-        for (int q = 0; q < COARSEN; ++q) {
-#pragma unroll
-            for (int e = 0; e < V; ++e) {
-                acc[q][e] = (SPMM_ACC)0;
-                blk[q][e] = (T)0;
-            }
-        }
-        int row = spmm_rp_empties<EPI, V>(acc, indptr, r0, r1, y, ldy, col0, n, alpha, beta, bias);
-        if (row == r1) {
-            continue;
-        }
-        const int kb = indptr[row];
-        const int ke = indptr[r1];
-        int re = indptr[row + 1];
-        int steps_in_blk = 0;
-        for (int base = kb; base < ke; base += GROUP) {
-            const int k = base + (int)lane;
-            const int mc = k < ke ? indices[k] : 0;
-            const T mv = k < ke ? values[k] : (T)0;
-            const int cnt = ke - base < GROUP ? ke - base : GROUP;
-            for (int t0 = 0; t0 < cnt; t0 += SPMM_NS_PF) {
-                T xv[SPMM_NS_PF][COARSEN][V];
-                T vv[SPMM_NS_PF];
-#pragma unroll
-                for (int u = 0; u < SPMM_NS_PF; ++u) {
-                    const int cc = spmm_bcast<GROUP>(mc, t0 + u, mask);
-                    vv[u] = spmm_bcast<GROUP>(mv, t0 + u, mask);
-                    if (t0 + u < cnt) {
-                        spmm_ns_load<V>(xv[u], x, ldx, cc, col0, n);
-                    }
-                }
-#pragma unroll
-                for (int u = 0; u < SPMM_NS_PF; ++u) {
-                    const int t = t0 + u;
-                    if (t >= cnt) {
-                        break;
-                    }
-                    if (base + t >= re) {
-                        // Nonzero base + t < ke starts the next non-empty
-                        // row, which lies below r1.
-                        spmm_blk_add<COARSEN, V>(acc, blk);
-                        spmm_ns_flush<EPI, V>(acc, y, ldy, row, true, col0, n, alpha, beta, bias);
-                        row = spmm_rp_empties<EPI, V>(acc, indptr, row + 1, r1, y, ldy, col0, n,
-                                                      alpha, beta, bias);
-                        re = indptr[row + 1];
-                    }
-                    spmm_ns_acc<V>(blk, xv[u], vv[u], col0, n);
-                }
-            }
-            if (++steps_in_blk == SPMM_BLOCK_TERMS / GROUP) {
-                spmm_blk_add<COARSEN, V>(acc, blk);
-                steps_in_blk = 0;
-            }
-        }
-        spmm_blk_add<COARSEN, V>(acc, blk);
-        spmm_ns_flush<EPI, V>(acc, y, ldy, row, true, col0, n, alpha, beta, bias);
-        spmm_rp_empties<EPI, V>(acc, indptr, row + 1, r1, y, ldy, col0, n, alpha, beta, bias);
-    }
-}
-
 // The pre-pass (POST 0) or post-pass (POST 1): a warp per G rows, each of
 // its first G lanes reading one row's pointers (coalesced), a ballot of the
 // rows the pass touches (pre: split and empty rows; post: split rows), then
@@ -464,22 +347,6 @@ __device__ __forceinline__ void spmm_ns_pass(const int rows, const int n_rt,
         const int ldx, T* __restrict__ y, const int ldy, const T alpha, const T beta,           \
         const T* __restrict__ bias
 
-#if SPMM_ROW_PART
-extern "C" __global__ void __launch_bounds__(BLOCK)
-    ENTRY(SPMM_ARGS, const int* __restrict__ part) {
-    (void)cols;
-    if (n <= 0 || (SPMM_N > 0 && n != SPMM_N)) {
-        return;
-    }
-    if (spmm_vec_ok<VEC>(x, ldx, y, ldy)) {
-        spmm_row_part<SPMM_N, SPMM_EPILOGUE, VEC>(rows, nnz, n, indptr, indices, values, x, ldx, y,
-                                                  ldy, alpha, beta, bias, part);
-    } else {
-        spmm_row_part<SPMM_N, SPMM_EPILOGUE, 1>(rows, nnz, n, indptr, indices, values, x, ldx, y,
-                                                ldy, alpha, beta, bias, part);
-    }
-}
-#else
 extern "C" __global__ void __launch_bounds__(BLOCK) SPMM_CAT(ENTRY, _prep)(SPMM_ARGS) {
     (void)cols;
     (void)nnz;
@@ -523,7 +390,5 @@ extern "C" __global__ void __launch_bounds__(BLOCK) ENTRY(SPMM_ARGS) {
                                                  ldy, alpha, beta, bias);
     }
 }
-
-#endif  // SPMM_ROW_PART
 
 #undef SPMM_ARGS

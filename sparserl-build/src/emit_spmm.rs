@@ -28,7 +28,6 @@ pub fn variant_expr(v: &SpmmVariant) -> String {
         SpmmStrategy::RowWarp => "RowWarp",
         SpmmStrategy::NnzSplit => "NnzSplit",
         SpmmStrategy::ColTile => "ColTile",
-        SpmmStrategy::RowPart => "RowPart",
     };
     format!(
         "::sparserl_rt::spmm::SpmmVariant {{ strategy: ::sparserl_rt::spmm::SpmmStrategy::{strategy}, block: {}, group: {}, vec: {}, coarsen: {}, tile: {}, items: {}, sub: {}, unroll: {}, ldg_x: {}, trans: {} }}",

@@ -113,9 +113,6 @@ pub struct DeviceCsr<T: Scalar> {
     tiled: Option<Shared<DeviceTiled>>,
     narrow: Option<Shared<CudaSlice<i16>>>,
     sell: Option<Shared<DeviceSell<T>>>,
-    /// The SpMM row partition ([`crate::spmm::RowPartition`], `steps + 1`
-    /// entries for this matrix's `nnz`).
-    partition: Option<Shared<CudaSlice<i32>>>,
     /// The stream of the upload ([`Gpu::stream`]): every kernel on this
     /// matrix runs there (checked), so its memory is freed in stream order.
     stream: Arc<CudaStream>,
@@ -256,14 +253,6 @@ impl<T: Scalar> DeviceCsr<T> {
         let standalone = dia.is_some() || narrow.is_some() || sell.is_some();
         let keep_all = layouts.csr || !standalone || binned.is_some() || tiled.is_some();
         let keep_rows = keep_all || narrow.is_some();
-        // What row-part SpMM kernels read besides CSR (half a byte per nonzero).
-        let partition = match keep_all {
-            true => {
-                let p = crate::spmm::RowPartition::build(csr);
-                Some(gpu.own(s.clone_htod(p.entries())?))
-            }
-            false => None,
-        };
         let held = |keep: bool, data: &[i32]| -> Result<_, RtError> {
             Ok(gpu.own(match keep {
                 true => upload_padded(s, data)?,
@@ -276,7 +265,6 @@ impl<T: Scalar> DeviceCsr<T> {
             tiled,
             narrow,
             sell,
-            partition,
             stream: s.clone(),
             rows: csr.rows(),
             cols: csr.cols(),
@@ -335,22 +323,6 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn features(&self) -> &Features {
         &self.features
     }
-    /// The SpMM row partition (`RowPartition::steps(nnz) + 1` entries), built
-    /// at upload with the CSR arrays; `None` when they were not kept, or
-    /// after [`DeviceCsr::drop_row_partition`].
-    pub(crate) fn partition(&self) -> Option<&CudaSlice<i32>> {
-        self.partition.as_deref()
-    }
-    /// Whether the matrix holds the row partition that row-part SpMM kernels
-    /// ([`SpmmStrategy::RowPart`](crate::spmm::SpmmStrategy::RowPart)) read.
-    pub fn has_row_partition(&self) -> bool {
-        self.partition.is_some()
-    }
-    /// Frees the row partition (SpMV kernels never read it; row-part SpMM
-    /// launches then fail with an error).
-    pub fn drop_row_partition(&mut self) {
-        self.partition = None;
-    }
     /// Row pointers (`rows + 1` entries; a one-element placeholder when
     /// neither the CSR arrays nor the narrow layout were kept, see [`DeviceCsr::has_csr`]).
     pub(crate) fn indptr(&self) -> &CudaSlice<i32> {
@@ -398,7 +370,6 @@ impl<T: Scalar> DeviceCsr<T> {
                 .as_ref()
                 .map_or(0, |t| t.meta.num_bytes() + t.scratch.num_bytes())
             + self.narrow.as_ref().map_or(0, |n| n.num_bytes())
-            + self.partition.as_ref().map_or(0, |p| p.num_bytes())
             + self.perm.as_ref().map_or(0, |p| p.bytes())
             + self.sell.as_ref().map_or(0, |l| {
                 l.slice_ptr.num_bytes()
@@ -495,7 +466,6 @@ impl<T: Scalar> DeviceCsr<T> {
             self.tiled.iter().for_each(|l| gpu.pin(l));
             self.narrow.iter().for_each(|l| gpu.pin(l));
             self.sell.iter().for_each(|l| gpu.pin(l));
-            self.partition.iter().for_each(|l| gpu.pin(l));
             self.perm.iter().for_each(|l| gpu.pin(l));
         }
         Ok(())
@@ -516,8 +486,8 @@ impl<T: Scalar> DeviceCsr<T> {
     pub(crate) fn set_perm(&mut self, gpu: &Gpu, p: crate::renumber::DevicePerm<T>) {
         self.perm = Some(gpu.own(p));
     }
-    /// Frees the SpMV layouts other than CSR (kernels that need them then
-    /// fall back; the SpMM row partition stays). Does nothing on a matrix uploaded without its CSR arrays
+    /// Frees the layouts other than CSR (kernels that need them then fall
+    /// back). Does nothing on a matrix uploaded without its CSR arrays
     /// ([`Layouts::csr`]): its layout is all it has.
     pub fn drop_layouts(&mut self) {
         if !self.csr {

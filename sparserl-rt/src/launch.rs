@@ -637,12 +637,9 @@ pub unsafe trait SpmvKernel {
     /// Uploads `a` for this kernel: the CSR arrays plus only the layout its
     /// tuned variant reads ([`Layouts::for_variants`]), so a matrix does not
     /// hold, say, a diagonal copy of its values that no kernel will read.
-    /// [`DeviceCsr::upload`] builds every layout instead (and the SpMM row
-    /// partition, which this upload leaves out).
+    /// [`DeviceCsr::upload`] builds every layout instead.
     fn upload(&self, gpu: &Gpu, a: &Csr) -> Result<DeviceCsr<Self::Value>, RtError> {
-        let mut m = DeviceCsr::upload_with(gpu, a, Layouts::for_variants(&[self.spec().variant]))?;
-        m.drop_row_partition();
-        Ok(m)
+        DeviceCsr::upload_with(gpu, a, Layouts::for_variants(&[self.spec().variant]))
     }
 
     /// Uploads `a` for this kernel with the least device memory: only the
@@ -651,9 +648,7 @@ pub unsafe trait SpmvKernel {
     /// else as [`SpmvKernel::upload`]. A matrix without CSR arrays always
     /// runs the tuned kernel (the nnz-balanced fallback needs CSR).
     fn upload_lean(&self, gpu: &Gpu, a: &Csr) -> Result<DeviceCsr<Self::Value>, RtError> {
-        let mut m = DeviceCsr::upload_with(gpu, a, Layouts::lean(&self.spec().variant))?;
-        m.drop_row_partition();
-        Ok(m)
+        DeviceCsr::upload_with(gpu, a, Layouts::lean(&self.spec().variant))
     }
 
     /// Queues a fused SpMV (see [`Fused`]); [`RtError::EpilogueNotGenerated`]

@@ -32,7 +32,6 @@ pub const SPMM: &[(&str, &str)] = &[
     ("spmm/variant.rs", include_str!("spmm/variant.rs")),
     ("spmm/launch.rs", include_str!("spmm/launch.rs")),
     ("spmm/workspace.rs", include_str!("spmm/workspace.rs")),
-    ("spmm/partition.rs", include_str!("spmm/partition.rs")),
     ("dense.rs", include_str!("dense.rs")),
 ];
 

@@ -91,7 +91,7 @@ pub struct SpmmSource {
 fn fragment(s: SpmmStrategy) -> &'static str {
     match s {
         SpmmStrategy::RowWarp => SPMM_ROW_WARP,
-        SpmmStrategy::NnzSplit | SpmmStrategy::RowPart => SPMM_NNZ_SPLIT,
+        SpmmStrategy::NnzSplit => SPMM_NNZ_SPLIT,
         SpmmStrategy::ColTile => SPMM_COL_TILE,
     }
 }
@@ -148,10 +148,6 @@ fn push_header(
         ("SUB", v.sub.to_string()),
         ("UNROLL", v.unroll.to_string()),
         ("SPMM_LDG", u8::from(v.ldg_x).to_string()),
-        (
-            "SPMM_ROW_PART",
-            u8::from(v.strategy == SpmmStrategy::RowPart).to_string(),
-        ),
         (
             "SPMM_LAYOUT",
             match v.kernel_layout(layout) {

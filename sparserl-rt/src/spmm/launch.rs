@@ -17,10 +17,7 @@
 //! [`PASS_WARPS`](super::variant::PASS_WARPS) warps, past that up to 32
 //! rows per warp: rows cut between warps start from `beta Y`, empty rows
 //! get their final value), the main entry, and `<entry>_post` (the epilogue's ReLU on the
-//! cut rows), launched in that order on the one stream. Row-part main
-//! entries take one more argument, `const int* part`: the upload's row
-//! partition ([`RowPartition`](super::RowPartition), `steps(nnz) + 1`
-//! entries), which the launch refuses to run without.
+//! cut rows), launched in that order on the one stream.
 
 use super::variant::{SpmmEpilogue, SpmmShape, SpmmVariant, TRANSPOSE_BLOCK, workspace_ld};
 use super::workspace::with_workspace;
@@ -370,14 +367,6 @@ pub(crate) fn launch_spmm<T: Scalar>(
     if n == 0 || ops.a.rows() == 0 {
         return Ok(());
     }
-    if v.strategy.reads_partition() && ops.a.partition().is_none() {
-        return Err(RtError::InvalidArgument(format!(
-            "SpMM variant {} reads the matrix's row partition, which this matrix does not hold \
-             (built by DeviceCsr::upload and upload_with with the CSR arrays; SpmvKernel \
-             uploads and drop_row_partition leave it out)",
-            v.id()
-        )));
-    }
     let shape: SpmmShape = (ops.a.rows(), ops.a.cols(), ops.a.nnz(), n);
     // One guard for every launch of the call: a capture begun by another
     // thread waits until the whole sequence is queued (it neither records
@@ -477,29 +466,14 @@ impl<T: Scalar> RawArgs<'_, T> {
         if let Some(prep) = &f.prep {
             self.launch(enter, a, prep, v.pass_grid(self.shape.0), v.block, y)?;
         }
-        match v.strategy.reads_partition() {
-            true => {
-                let part = a.partition().ok_or_else(|| {
-                    RtError::InvalidArgument("the upload has no row partition".into())
-                })?;
-                self.launch_with(
-                    enter,
-                    a,
-                    &f.main,
-                    (v.grid(self.shape), v.block),
-                    y,
-                    Some(part),
-                )?;
-            }
-            false => self.launch(enter, a, &f.main, v.grid(self.shape), v.block, y)?,
-        }
+        self.launch(enter, a, &f.main, v.grid(self.shape), v.block, y)?;
         if let Some(post) = &f.post {
             self.launch(enter, a, post, v.pass_grid(self.shape.0), v.block, y)?;
         }
         Ok(())
     }
 
-    /// A launch of the ABI without the partition argument.
+    /// The one `unsafe` SpMM kernel launch.
     fn launch(
         &self,
         stream: &Enter<'_>,
@@ -508,20 +482,6 @@ impl<T: Scalar> RawArgs<'_, T> {
         grid: u32,
         block: u32,
         y: &mut CudaSlice<T>,
-    ) -> Result<(), RtError> {
-        self.launch_with(stream, a, func, (grid, block), y, None)
-    }
-
-    /// The one `unsafe` SpMM kernel launch; `part`: the row partition, passed
-    /// as a last argument (row-part main entries).
-    fn launch_with(
-        &self,
-        stream: &Enter<'_>,
-        a: &DeviceCsr<T>,
-        func: &CudaFunction,
-        (grid, block): (u32, u32),
-        y: &mut CudaSlice<T>,
-        part: Option<&CudaSlice<i32>>,
     ) -> Result<(), RtError> {
         let (rows, cols, nnz, n) = self.shape;
         // DeviceCsr and DeviceDense guarantee every size is below i32::MAX.
@@ -547,9 +507,6 @@ impl<T: Scalar> RawArgs<'_, T> {
             .arg(&self.alpha)
             .arg(&self.beta)
             .arg(self.bias);
-        if let Some(p) = part {
-            b.arg(p);
-        }
         // SAFETY: `func` is an entry of the SpMM ABI above for `T`, generated
         // for this variant, layout and width (the callers' contract: a spec of
         // the generated module, or an `unsafe` caller's promise). The
@@ -560,11 +517,7 @@ impl<T: Scalar> RawArgs<'_, T> {
         // the elements its shape occupies), the bias `n` entries (or x is
         // passed in its place and not read: plain entries never touch it);
         // the CSR arrays were validated at upload, so every index the kernel
-        // forms is inside these buffers (offsets in 64 bits). `part` is
-        // passed exactly when the variant is row-part (`RawArgs::main`), whose
-        // entries alone declare it; it is the partition this matrix's upload
-        // built from these row pointers (`steps(nnz) + 1` entries, each in
-        // `0..=rows`, non-decreasing), all a row-part kernel indexes. The transposed
+        // forms is inside these buffers (offsets in 64 bits). The transposed
         // path passes workspaces as x or y: `with_workspace` holds at least
         // `cols ld` (X copy) and `rows ld` (Y copy) elements with `ld` =
         // `workspace_ld(n) >= n`, and a transpose entry reads `cols` (in) or

@@ -188,49 +188,6 @@ fn short_ranges_have_their_own_ids() {
 }
 
 #[test]
-fn row_part_takes_the_range_knobs_and_no_passes() {
-    let v = SpmmVariant::parse("row-part.b256.g8.r16.v2.c1.u4.ldg").unwrap();
-    assert_eq!(v.strategy, SpmmStrategy::RowPart);
-    assert_eq!((v.range(), v.group, v.vec), (16, 8, 2));
-    assert!(v.strategy.reads_partition() && v.strategy.has_ranges());
-    assert!(!v.strategy.has_passes());
-    let names = SpmmEntryNames::of(
-        &v,
-        ValueType::F32,
-        DenseLayout::RowMajor,
-        Some(16),
-        Some(SpmmEpilogue::BiasRelu),
-    );
-    assert_eq!((names.prep.clone(), names.post.clone()), (None, None));
-    assert_eq!(names.list().len(), 1);
-    // Every range is a multiple of the partition's step; each layout's space
-    // holds row-part points, column-major also on the transposed path, and
-    // every nnz-split point has its row-part twin.
-    for layout in DenseLayout::ALL {
-        for n in [1, 16, 64, 256] {
-            let space = spmm_space(n, layout);
-            for v in space.iter().filter(|v| v.strategy == SpmmStrategy::RowPart) {
-                assert_eq!(v.range() as usize % crate::spmm::PARTITION_STEP, 0, "{v}");
-            }
-            for v in space
-                .iter()
-                .filter(|v| v.strategy == SpmmStrategy::NnzSplit)
-            {
-                let twin = SpmmVariant {
-                    strategy: SpmmStrategy::RowPart,
-                    ..*v
-                };
-                assert!(space.contains(&twin), "{v}");
-            }
-            let t = space
-                .iter()
-                .any(|v| v.strategy == SpmmStrategy::RowPart && v.trans);
-            assert_eq!(t, layout == DenseLayout::ColMajor);
-        }
-    }
-}
-
-#[test]
 fn entry_names_are_identifiers_and_distinct() {
     let mut names = HashSet::new();
     for layout in DenseLayout::ALL {

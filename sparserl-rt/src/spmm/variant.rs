@@ -43,23 +43,14 @@ pub enum SpmmStrategy {
     /// `tile` accumulators, so A is read once per `tile` columns. The
     /// column-major family (consecutive threads on consecutive rows).
     ColTile,
-    /// Row-aligned ranges: nnz-split's streams over the rows whose first
-    /// nonzero lies in a range of `32 items / sub` nonzeros, found in the
-    /// upload's row partition ([`crate::spmm::RowPartition`]) instead of
-    /// searched, so no row is cut: every row (empty ones too) is written
-    /// once with its final value, in one launch without passes or atomics.
-    /// A row longer than the range is walked whole by the stream whose
-    /// range it starts in.
-    RowPart,
 }
 
 impl SpmmStrategy {
     /// Every strategy.
-    pub const ALL: [SpmmStrategy; 4] = [
+    pub const ALL: [SpmmStrategy; 3] = [
         SpmmStrategy::RowWarp,
         SpmmStrategy::NnzSplit,
         SpmmStrategy::ColTile,
-        SpmmStrategy::RowPart,
     ];
 
     /// Short stable name (the first part of a variant id).
@@ -68,7 +59,6 @@ impl SpmmStrategy {
             SpmmStrategy::RowWarp => "row-warp",
             SpmmStrategy::NnzSplit => "nnz-split",
             SpmmStrategy::ColTile => "col-tile",
-            SpmmStrategy::RowPart => "row-part",
         }
     }
 
@@ -78,20 +68,7 @@ impl SpmmStrategy {
             SpmmStrategy::RowWarp => 1,
             SpmmStrategy::NnzSplit => 2,
             SpmmStrategy::ColTile => 3,
-            SpmmStrategy::RowPart => 4,
         }
-    }
-
-    /// Whether the main entry reads the upload's row partition (an extra
-    /// last kernel argument).
-    pub const fn reads_partition(self) -> bool {
-        matches!(self, SpmmStrategy::RowPart)
-    }
-
-    /// Whether the walk is over ranges of nonzeros (nnz-split, row-part:
-    /// the `items` / `sub` knobs apply).
-    pub const fn has_ranges(self) -> bool {
-        matches!(self, SpmmStrategy::NnzSplit | SpmmStrategy::RowPart)
     }
 
     /// Whether the kernel writes rows cut at range edges with atomics after
@@ -275,7 +252,6 @@ impl SpmmVariant {
         match strategy {
             SpmmStrategy::RowWarp => v,
             SpmmStrategy::NnzSplit => SpmmVariant { items: 8, ..v },
-            SpmmStrategy::RowPart => v,
             SpmmStrategy::ColTile => SpmmVariant {
                 group: 1,
                 tile: 4,
@@ -297,7 +273,7 @@ impl SpmmVariant {
                 v.items = 1;
                 v.sub = 1;
             }
-            SpmmStrategy::NnzSplit | SpmmStrategy::RowPart => {
+            SpmmStrategy::NnzSplit => {
                 v.tile = 1;
                 if v.items != 1 {
                     v.sub = 1;
@@ -353,7 +329,7 @@ impl SpmmVariant {
         }
         if v.trans && v.strategy == SpmmStrategy::ColTile {
             return Err(SpmmVariantError::Trans(
-                "applies to row-warp, nnz-split and row-part, not col-tile",
+                "applies to row-warp and nnz-split, not col-tile",
             ));
         }
         Ok(())
@@ -384,8 +360,7 @@ impl SpmmVariant {
         Ok(())
     }
 
-    /// Nonzeros per range of an nnz-split or row-part variant (`32 items /
-    /// sub`: a multiple of [`crate::spmm::PARTITION_STEP`]).
+    /// Nonzeros per range of an nnz-split variant (`32 items / sub`).
     pub const fn range(&self) -> u32 {
         let v = self.canonical();
         32 * v.items / v.sub
@@ -402,7 +377,7 @@ impl SpmmVariant {
             SpmmStrategy::RowWarp => {
                 s += &format!(".g{}.v{}.c{}", v.group, v.vec, v.coarsen);
             }
-            SpmmStrategy::NnzSplit | SpmmStrategy::RowPart => {
+            SpmmStrategy::NnzSplit => {
                 if v.group != 32 {
                     s += &format!(".g{}", v.group);
                 }
@@ -559,7 +534,7 @@ impl SpmmVariant {
             SpmmStrategy::RowWarp | SpmmStrategy::ColTile => {
                 (rows.max(1) as u128) * chunks as u128 * v.group as u128
             }
-            SpmmStrategy::NnzSplit | SpmmStrategy::RowPart => {
+            SpmmStrategy::NnzSplit => {
                 let ranges = nnz.div_ceil(v.range() as usize).max(1);
                 ranges as u128 * chunks as u128 * v.group as u128
             }
@@ -657,11 +632,6 @@ fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<Spm
 /// of 128, because the stream's serial walk is what a latency-bound launch
 /// waits for.
 fn nnz_split_points(np: u32, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
-    range_points(SpmmStrategy::NnzSplit, np, vecs, out);
-}
-
-/// The range points of [`nnz_split_points`] for `strategy` (nnz-split or row-part).
-fn range_points(strategy: SpmmStrategy, np: u32, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
     let mut push = |group, items, vec, coarsen| {
         let subs: &[u32] = if items == 1 { &[1, 2, 4] } else { &[1] };
         // Unroll: X rows of 1 or 4 nonzeros loaded before any is used.
@@ -673,7 +643,7 @@ fn range_points(strategy: SpmmStrategy, np: u32, vecs: &[u32], out: &mut Vec<Spm
                 vec,
                 coarsen,
                 unroll,
-                ..SpmmVariant::of(strategy)
+                ..SpmmVariant::of(SpmmStrategy::NnzSplit)
             });
         }
     };
@@ -712,13 +682,11 @@ pub fn spmm_space(n_cols: usize, layout: DenseLayout) -> Vec<SpmmVariant> {
     };
     row_warp_points(np, layout, vecs, &mut out);
     nnz_split_points(np, vecs, &mut out);
-    range_points(SpmmStrategy::RowPart, np, vecs, &mut out);
     if layout == DenseLayout::ColMajor {
         // The transposed path: the row-major points through workspaces.
         let mut rm = Vec::new();
         row_warp_points(np, DenseLayout::RowMajor, &[1, 2, 4], &mut rm);
         nnz_split_points(np, &[1, 2, 4], &mut rm);
-        range_points(SpmmStrategy::RowPart, np, &[1, 2, 4], &mut rm);
         out.extend(rm.into_iter().map(|v| SpmmVariant { trans: true, ..v }));
     }
     // Col-tile: lanes over nonzeros, a register tile of columns.
