@@ -43,6 +43,9 @@ fn nightly_cargo(dir: &std::path::Path, args: &[&str]) -> Command {
 
 /// Runs every fuzz target for `seconds` (libFuzzer's own time limit); a
 /// crash fails the test run and leaves its input in `fuzz/artifacts/`.
+/// Built unoptimised (`--dev`: debug assertions and overflow checks, as
+/// cargo-fuzz's default release build has, at about half its build time on
+/// a fresh machine; the run is bounded by time, not by executions).
 /// Needs a nightly toolchain and cargo-fuzz; without them it says so and
 /// runs nothing (the parsers' property tests run on stable regardless).
 fn fuzz_smoke(seconds: u32) -> Result<()> {
@@ -59,7 +62,7 @@ fn fuzz_smoke(seconds: u32) -> Result<()> {
     }
     // Building needs the nightly sanitizer support; a machine where it does
     // not build cannot fuzz, which is not a finding about the parsers.
-    let built = nightly_cargo(&dir, &["fuzz", "build"])
+    let built = nightly_cargo(&dir, &["fuzz", "build", "--dev"])
         .status()
         .is_ok_and(|s| s.success());
     if !built {
@@ -71,10 +74,18 @@ fn fuzz_smoke(seconds: u32) -> Result<()> {
     }
     for target in FUZZ_TARGETS {
         let limit = format!("-max_total_time={seconds}");
-        eprintln!("xtask test: cargo +nightly fuzz run {target} -- {limit}");
+        eprintln!("xtask test: cargo +nightly fuzz run --dev {target} -- {limit}");
         let status = nightly_cargo(
             &dir,
-            &["fuzz", "run", target, "--", &limit, "-rss_limit_mb=4096"],
+            &[
+                "fuzz",
+                "run",
+                "--dev",
+                target,
+                "--",
+                &limit,
+                "-rss_limit_mb=4096",
+            ],
         )
         .status()
         .with_context(|| format!("running the fuzz target {target}"))?;
