@@ -28,6 +28,10 @@ pub struct Args {
 /// The cargo-fuzz targets of `fuzz/` (the parsers that read user files).
 const FUZZ_TARGETS: [&str; 2] = ["mtx", "descriptor"];
 
+/// The build mode of the fuzz smoke run, given to both `fuzz build` and
+/// `fuzz run` (a run in another mode would rebuild).
+const FUZZ_MODE: &str = "--dev";
+
 /// A `cargo +nightly ...` command in `dir` (through the rustup proxy, with
 /// the toolchain of the calling cargo unset so that `+nightly` applies).
 fn nightly_cargo(dir: &std::path::Path, args: &[&str]) -> Command {
@@ -62,7 +66,7 @@ fn fuzz_smoke(seconds: u32) -> Result<()> {
     }
     // Building needs the nightly sanitizer support; a machine where it does
     // not build cannot fuzz, which is not a finding about the parsers.
-    let built = nightly_cargo(&dir, &["fuzz", "build", "--dev"])
+    let built = nightly_cargo(&dir, &["fuzz", "build", FUZZ_MODE])
         .status()
         .is_ok_and(|s| s.success());
     if !built {
@@ -74,13 +78,13 @@ fn fuzz_smoke(seconds: u32) -> Result<()> {
     }
     for target in FUZZ_TARGETS {
         let limit = format!("-max_total_time={seconds}");
-        eprintln!("xtask test: cargo +nightly fuzz run --dev {target} -- {limit}");
+        eprintln!("xtask test: cargo +nightly fuzz run {FUZZ_MODE} {target} -- {limit}");
         let status = nightly_cargo(
             &dir,
             &[
                 "fuzz",
                 "run",
-                "--dev",
+                FUZZ_MODE,
                 target,
                 "--",
                 &limit,
