@@ -1,5 +1,5 @@
 //! Every code path of `spmm_space` (strategy, whole-warp or narrow group,
-//! vector width, col-tile's tile, unroll or not) for both layouts, at the first of N in
+//! vector width, col-tile's tile, unroll) for both layouts, at the first of N in
 //! {1, 3, 16, 64, 257} that has it, the value types alternating (the whole
 //! space at every width for both types with `SPARSERL_SPMM_COMPILE_ALL=1`),
 //! generated with its compile-time width, the generic width and the
@@ -73,7 +73,7 @@ fn every_spmm_variant_compiles_without_spills() {
     let all = std::env::var("SPARSERL_SPMM_COMPILE_ALL").is_ok_and(|v| v == "1");
     let mut jobs = Vec::new();
     // By default each code path (strategy, whole-warp or narrow group,
-    // vector width, col-tile's tile, unroll or not, layout) is compiled once, at the first
+    // vector width, col-tile's tile, unroll, layout) is compiled once, at the first
     // width of WIDTHS whose space has it (so the tail cases of N = 1 and 3
     // come first), the value types alternating between paths, and ptxas
     // assembles each of them; `SPARSERL_SPMM_COMPILE_ALL=1` compiles the
@@ -83,14 +83,7 @@ fn every_spmm_variant_compiles_without_spills() {
     for n in WIDTHS {
         for layout in DenseLayout::ALL {
             for v in spmm_space(n, layout) {
-                let path = (
-                    v.strategy,
-                    v.group == 32,
-                    v.vec,
-                    v.tile,
-                    v.unroll > 1,
-                    layout,
-                );
+                let path = (v.strategy, v.group == 32, v.vec, v.tile, v.unroll, layout);
                 let first = seen.insert(path);
                 let types: &[ValueType] = match (all, first) {
                     (true, _) => &ValueType::ALL,
