@@ -594,7 +594,8 @@ fn pow2_at_least(n: usize) -> u32 {
 
 /// Row-warp points: chunk = group vec coarsen at most the width (rounded up
 /// to a power of two `np`) and at least a quarter of it (or of 128); for
-/// column-major only whole warps once the width reaches 32.
+/// column-major only whole warps once the width reaches 32; 1, 4 or 8 X rows
+/// in flight per lane (8 where a lane holds at most 4 values of a row).
 fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
     for group in [1, 2, 4, 8, 16, 32] {
         for &vec in vecs {
@@ -607,7 +608,15 @@ fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<Spm
                 if layout == DenseLayout::ColMajor && group < 32 && np >= 32 {
                     continue;
                 }
-                for unroll in [1, 4] {
+                // Unroll 8 (8 X rows in flight per lane) only where a lane's
+                // share of an X row is at most 4 values: 32 registers of
+                // loads in flight, no spills in f64.
+                let unrolls: &[u32] = if vec * coarsen <= 4 {
+                    &[1, 4, 8]
+                } else {
+                    &[1, 4]
+                };
+                for &unroll in unrolls {
                     out.push(SpmmVariant {
                         group,
                         vec,
