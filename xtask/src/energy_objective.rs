@@ -80,6 +80,7 @@ pub fn run(args: Args) -> Result<()> {
         budget: Some(args.budget),
         no_exhaustive: true,
         check: false,
+        kernels: Vec::new(),
     })?;
     let lock = std::fs::read_to_string(dir.join(LOCK_FILE)).context("reading the lock file")?;
     println!("\n--- {LOCK_FILE} (retune's path) ---\n{lock}");

@@ -34,15 +34,43 @@ pub struct Args {
     /// entry or a stale one (descriptor, samples or generator changed). For CI.
     #[arg(long)]
     pub check: bool,
+    /// Only these declared kernels (by name, repeated or comma-separated):
+    /// the lock file's other entries are kept as they are. Default: every
+    /// declared kernel.
+    #[arg(long = "kernel", value_name = "NAME", value_delimiter = ',')]
+    pub kernels: Vec<String>,
+}
+
+/// Indices of the declared kernels named in `names` (every kernel when
+/// `names` is empty); an error naming the unknown ones and the declared ones.
+fn selected(desc: &sparserl_build::Descriptor, names: &[String]) -> Result<Vec<usize>> {
+    let declared: Vec<&str> = desc.kernels.iter().map(|k| k.name.as_str()).collect();
+    let unknown: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !declared.contains(n))
+        .collect();
+    if !unknown.is_empty() {
+        bail!(
+            "no kernel named {} in the manifest (declared: {})",
+            unknown.join(", "),
+            declared.join(", ")
+        );
+    }
+    Ok((0..declared.len())
+        .filter(|&i| names.is_empty() || names.iter().any(|n| n == declared[i]))
+        .collect())
 }
 
 /// `retune --check`: every declared kernel must have a fresh lock entry.
-fn check(dir: &std::path::Path) -> Result<()> {
+fn check(dir: &std::path::Path, names: &[String]) -> Result<()> {
     let desc = read_descriptor(&dir.join("Cargo.toml"))?;
+    let which = selected(&desc, names)?;
     let lock = LockFile::read(dir)?;
     let generator = sparserl_build::codegen::generator_fingerprint();
     let mut bad = Vec::new();
-    for (i, decl) in desc.kernels.iter().enumerate() {
+    for i in which {
+        let decl = &desc.kernels[i];
         let fp = sparserl_build::builder::descriptor_fingerprint(&desc, i)?;
         let state = match &lock {
             _ if decl.spmm.is_some() => crate::retune_spmm::state(lock.as_ref(), &desc, i)?,
@@ -182,23 +210,25 @@ pub fn run(args: Args) -> Result<()> {
     let root = crate::common::workspace_root();
     let dir = root.join(&args.manifest_dir);
     if args.check {
-        return check(&dir);
+        return check(&dir, &args.kernels);
     }
     let desc = read_descriptor(&dir.join("Cargo.toml"))?;
+    let which = selected(&desc, &args.kernels)?;
     let tuner = GpuTuner::probe().map_err(|e| anyhow!("no GPU: {e}"))?;
     let copy = tuner.copy_gbs();
     println!(
         "retune: {} ({}), copy bandwidth {copy:.0} GB/s, {} kernels",
         tuner.name(),
         tuner.arch(),
-        desc.kernels.len()
+        which.len()
     );
     let existing = LockFile::read(&dir)?;
     let had_lock = existing.is_some();
     let mut lock = existing.unwrap_or_default();
     let policy = default_policy();
     let mut outs = Vec::new();
-    for (i, decl) in desc.kernels.iter().enumerate() {
+    for i in which {
+        let decl = &desc.kernels[i];
         if let Some(s) = &decl.spmm {
             let budget = args.budget.or(desc.budget_seconds).unwrap_or(30.0);
             crate::retune_spmm::retune(&tuner, &desc, i, s, budget, &mut lock)?;
@@ -1077,18 +1107,25 @@ mod tests {
     fn check_passes_on_the_committed_lock_and_fails_when_stale_or_missing() {
         let tmp = tempfile::tempdir().unwrap();
         copy_example(tmp.path());
-        check(tmp.path()).expect("example-app's committed lock file is fresh");
+        check(tmp.path(), &[]).expect("example-app's committed lock file is fresh");
         // Another grid: the poisson3d entry no longer describes the kernel.
         let manifest = tmp.path().join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).unwrap();
         std::fs::write(&manifest, text.replace("[128, 128, 128]", "[64, 64, 64]")).unwrap();
-        let err = check(tmp.path()).unwrap_err().to_string();
+        let err = check(tmp.path(), &[]).unwrap_err().to_string();
         assert!(
             err.contains("poisson3d") && !err.contains("pagerank"),
             "{err}"
         );
+        // Only the kernels named: the stale one is not among them.
+        check(tmp.path(), &["pagerank".into(), "gcn".into()]).expect("those entries are fresh");
+        let err = check(tmp.path(), &["nope".into()]).unwrap_err().to_string();
+        assert!(
+            err.contains("no kernel named nope") && err.contains("poisson3d, pagerank"),
+            "{err}"
+        );
         std::fs::remove_file(tmp.path().join(sparserl_build::LOCK_FILE)).unwrap();
-        let err = check(tmp.path()).unwrap_err().to_string();
+        let err = check(tmp.path(), &[]).unwrap_err().to_string();
         assert!(err.contains("poisson3d, pagerank, power_bus"), "{err}");
     }
 }
