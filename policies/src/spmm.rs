@@ -13,7 +13,7 @@ use sparserl_rt::spmm::{SpmmStrategy, SpmmVariant, spmm_space};
 use sparserl_rt::{Features, ValueType};
 
 /// Version of the SpMM prior (part of SpMM cache keys).
-pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-8";
+pub const SPMM_PRIOR_VERSION: &str = "spmm-prior-9";
 
 /// Lanes an H200-class GPU keeps busy at once (132 SMs x 2048 threads).
 const CONCURRENT_LANES: f64 = 132.0 * 2048.0;
@@ -82,7 +82,9 @@ pub fn spmm_prior_for(
 ///   measured 3-6x slower than a thread per row on road networks).
 ///
 /// The critical path: row-warp `max_row coarsen / unroll` (its
-/// batches of X-row loads in flight), col-tile
+/// batches of X-row loads in flight; split over `s` groups `max_row
+/// coarsen / (unroll s)`, balanced over the `block / (g s)` rows of a
+/// block, x 0.97 for the shared-memory sums, spmm-prior-9), col-tile
 /// `ceil(max_row / (g unroll)) tile / min(tile, 4)` (row-major; batches of
 /// `unroll` nonzeros in flight, spmm-prior-6), nnz-split the sum of
 /// `range coarsen / min(unroll, g)`, `2 min(range / m, range)` and
@@ -124,6 +126,20 @@ pub fn spmm_prior_score(
     let traffic = compulsory / (compulsory + 0.5 * a_bytes * (passes - 1.0)).max(1e-9);
     let g = f64::from(v.group.max(1));
     let (balance, critical) = match v.strategy {
+        SpmmStrategy::RowWarp if v.split > 1 => {
+            // spmm-prior-9: `split` groups share a row and wait at the
+            // block's barrier for its slowest of `block / (g split)` rows,
+            // each walking a `split`-th of it; the shared-memory sums cost
+            // a little (x 0.97).
+            let s = f64::from(v.split);
+            let k = (f64::from(v.block) / (g * s)).max(1.0);
+            let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);
+            let in_flight = f64::from(v.unroll.max(1));
+            (
+                0.97 * m / qk,
+                f.max_row * f64::from(v.coarsen) / (in_flight * s),
+            )
+        }
         SpmmStrategy::RowWarp => {
             let k = 32.0 / g;
             let qk = row_quantile(f, 1.0 - 1.0 / (k + 1.0)).max(m);

@@ -1,7 +1,7 @@
 // ---- spmm_common.cuh: shared helpers of every SparseRL SpMM kernel ----
 //
 // Expects the generator to have defined, once per translation unit: T (float
-// or double), BLOCK, GROUP, VEC, COARSEN, TILE_K, ITEMS, SUB, UNROLL, SPMM_LDG
+// or double), BLOCK, GROUP, VEC, COARSEN, TILE_K, ITEMS, SUB, SPLIT, UNROLL, SPMM_LDG
 // (0/1: X through the read-only cache) and SPMM_LAYOUT (0 row-major, 1
 // column-major X and Y); and per entry: SPMM_N (0: width at run time, else
 // the compile-time width), SPMM_EPILOGUE (0 plain, 1 bias-relu) and ENTRY.
@@ -16,7 +16,8 @@
 #define SPARSERL_SPMM_COMMON_CUH
 
 #if !defined(T) || !defined(BLOCK) || !defined(GROUP) || !defined(VEC) || !defined(COARSEN) || \
-    !defined(TILE_K) || !defined(ITEMS) || !defined(SUB) || !defined(UNROLL) ||                \
+    !defined(TILE_K) || !defined(ITEMS) || !defined(SUB) || !defined(SPLIT) ||                 \
+    !defined(UNROLL) ||                                                                          \
     !defined(SPMM_LDG) || !defined(SPMM_LAYOUT)
 #error "SparseRL SpMM fragment compiled without the generator's #defines"
 #endif

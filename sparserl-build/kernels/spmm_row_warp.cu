@@ -14,8 +14,22 @@
 // chunk that reaches past n (N not a multiple of the vector width, or of
 // the chunk); whole chunks run without guards. Rows of a group share its
 // trip counts, so shuffles never leave a partner behind.
+//
+// SPLIT > 1: SPLIT neighbouring groups of a block share each work item,
+// dealt the row's steps round-robin (part p walks steps p, p + SPLIT, ...),
+// so the serial walk of a row is SPLIT times shorter; parts 1.. leave their
+// double partial sums in shared memory, part 0 adds them and stores. The
+// block loops over its items together (a uniform trip count around the two
+// barriers).
 
 #include "spmm_common.cuh"
+
+#if SPLIT != 1 && SPLIT != 2 && SPLIT != 4 && SPLIT != 8
+#error "SPLIT must be 1, 2, 4 or 8"
+#endif
+#if (BLOCK / GROUP) % SPLIT != 0
+#error "SPLIT must divide the groups of a block"
+#endif
 
 #ifndef SPARSERL_SPMM_ROW_WARP_BODY
 #define SPARSERL_SPMM_ROW_WARP_BODY
@@ -66,27 +80,23 @@ __device__ __forceinline__ void spmm_rw_acc(T (*blk)[V], const T (*xv)[V], T vv,
     }
 }
 
-// One work item: the row's nonzeros SPMM_STEP at a time (GROUP, or UNROLL
-// when larger: coalesced (column, value) loads, SPMM_LPL per lane, the
-// next step's issued before this step's gathers, then broadcasts), each
-// step's nonzeros in batches of SPMM_RW_PF whose X rows are all loaded
-// before any is used (that many gathers in flight per lane: the loads of a
-// batch are not held behind the previous product). A block is
-// SPMM_BLOCK_TERMS / SPMM_STEP steps (at most SPMM_STEP products per column
-// and step). Then the row's
-// stores. FULL is uniform across the group (a property of the chunk).
-template <int EPI, int V, bool FULL>
-__device__ __forceinline__ void spmm_rw_item(const int row, const int col0, const int n,
-                                             const int* __restrict__ indptr,
-                                             const int* __restrict__ indices,
-                                             const T* __restrict__ values, const T* __restrict__ x,
-                                             const int ldx, T* __restrict__ y, const int ldy,
-                                             const T alpha, const T beta,
-                                             const T* __restrict__ bias, const int lane,
-                                             const unsigned mask) {
-    const int start = indptr[row];
-    const int end = indptr[row + 1];
-    SPMM_ACC acc[COARSEN][V];
+// The sums of one work item's nonzeros [first, end) into acc (zeroed
+// here): SPMM_STEP at a time (GROUP, or UNROLL when larger: coalesced
+// (column, value) loads, SPMM_LPL per lane, the next step's issued before
+// this step's gathers, then broadcasts), every SPLIT-th step from first
+// (the part's share of the row), each step's nonzeros in batches of
+// SPMM_RW_PF whose X rows are all loaded before any is used (that many
+// gathers in flight per lane: the loads of a batch are not held behind the
+// previous product). A block is SPMM_BLOCK_TERMS / SPMM_STEP steps (at most
+// SPMM_STEP products per column and step). FULL is uniform across the
+// group (a property of the chunk).
+template <int V, bool FULL>
+__device__ __forceinline__ void spmm_rw_sum(SPMM_ACC (*acc)[V], const int first, const int end,
+                                            const int col0, const int n,
+                                            const int* __restrict__ indices,
+                                            const T* __restrict__ values, const T* __restrict__ x,
+                                            const int ldx, const int lane, const unsigned mask) {
+    constexpr int STRIDE = SPLIT * SPMM_STEP;
     T blk[COARSEN][V];
 #pragma unroll
     for (int q = 0; q < COARSEN; ++q) {
@@ -99,12 +109,12 @@ __device__ __forceinline__ void spmm_rw_item(const int row, const int col0, cons
     int steps = 0;
     int mc[SPMM_LPL];
     T mv[SPMM_LPL];
-    spmm_step_pairs(indices, values, start, end, lane, mc, mv);
-    for (int base = start; base < end; base += SPMM_STEP) {
+    spmm_step_pairs(indices, values, first, end, lane, mc, mv);
+    for (int base = first; base < end; base += STRIDE) {
         // The next step's pairs, issued before this step's X rows.
         int nc[SPMM_LPL];
         T nv[SPMM_LPL];
-        spmm_step_pairs(indices, values, base + SPMM_STEP, end, lane, nc, nv);
+        spmm_step_pairs(indices, values, base + STRIDE, end, lane, nc, nv);
         const int cnt = end - base < SPMM_STEP ? end - base : SPMM_STEP;
         for (int t0 = 0; t0 < cnt; t0 += SPMM_RW_PF) {
             T xv[SPMM_RW_PF][COARSEN][V];
@@ -138,6 +148,14 @@ __device__ __forceinline__ void spmm_rw_item(const int row, const int col0, cons
         }
     }
     spmm_blk_add<COARSEN, V>(acc, blk);
+}
+
+// The lane's columns of row's final values (alpha, beta, the epilogue).
+template <int EPI, int V, bool FULL>
+__device__ __forceinline__ void spmm_rw_store(const SPMM_ACC (*acc)[V], const int row,
+                                              const int col0, const int n, T* __restrict__ y,
+                                              const int ldy, const T alpha, const T beta,
+                                              const T* __restrict__ bias) {
 #pragma unroll
     for (int q = 0; q < COARSEN; ++q) {
         const int col = col0 + q * GROUP * V;
@@ -153,6 +171,22 @@ __device__ __forceinline__ void spmm_rw_item(const int row, const int col0, cons
             }
         }
     }
+}
+
+// One whole work item (SPLIT 1): the row's sums, then its stores.
+template <int EPI, int V, bool FULL>
+__device__ __forceinline__ void spmm_rw_item(const int row, const int col0, const int n,
+                                             const int* __restrict__ indptr,
+                                             const int* __restrict__ indices,
+                                             const T* __restrict__ values, const T* __restrict__ x,
+                                             const int ldx, T* __restrict__ y, const int ldy,
+                                             const T alpha, const T beta,
+                                             const T* __restrict__ bias, const int lane,
+                                             const unsigned mask) {
+    SPMM_ACC acc[COARSEN][V];
+    spmm_rw_sum<V, FULL>(acc, indptr[row], indptr[row + 1], col0, n, indices, values, x, ldx,
+                         lane, mask);
+    spmm_rw_store<EPI, V, FULL>(acc, row, col0, n, y, ldy, alpha, beta, bias);
 }
 
 template <int N_CT, int EPI, int V>
@@ -186,6 +220,91 @@ __device__ __forceinline__ void spmm_row_warp(const int rows, const int n_rt,
     }
 }
 
+#if SPLIT > 1
+// Partial sums of parts 1.. of a block's items: BLOCK (SPLIT - 1) / SPLIT
+// lanes x COARSEN VEC values (at most 4096 doubles: the variant's bound).
+#define SPMM_RS_SLOTS (BLOCK / SPLIT * (SPLIT - 1) * COARSEN * VEC)
+
+// Part `part` (> 0) of item `slot`: its lane's value (q, e) in the shared
+// array, lanes consecutive (conflict-free).
+template <int V>
+__device__ __forceinline__ int spmm_rs_at(int slot, int part, int q, int e, int lane) {
+    return (((slot * (SPLIT - 1) + part - 1) * COARSEN + q) * V + e) * GROUP + lane;
+}
+
+template <int N_CT, int EPI, int V>
+__device__ __forceinline__ void spmm_row_split(const int rows, const int n_rt,
+                                               const int* __restrict__ indptr,
+                                               const int* __restrict__ indices,
+                                               const T* __restrict__ values,
+                                               const T* __restrict__ x, const int ldx,
+                                               T* __restrict__ y, const int ldy, const T alpha,
+                                               const T beta, const T* __restrict__ bias) {
+    __shared__ SPMM_ACC parts[SPMM_RS_SLOTS];
+    const int n = N_CT > 0 ? N_CT : n_rt;
+    constexpr int CHUNK = GROUP * V * COARSEN;
+    constexpr int ITEMS_PER_BLOCK = BLOCK / GROUP / SPLIT;
+    const long long chunks = ((long long)n + CHUNK - 1) / CHUNK;
+    const long long work = (long long)rows * chunks;
+    const int g = (int)threadIdx.x / GROUP;
+    const int lane = (int)threadIdx.x & (GROUP - 1);
+    const int slot = g / SPLIT;
+    const int part = g % SPLIT;
+    const unsigned mask = spmm_group_mask<GROUP>();
+    // w0 is uniform across the block, so are the loop and its barriers.
+    for (long long w0 = (long long)blockIdx.x * ITEMS_PER_BLOCK; w0 < work;
+         w0 += (long long)gridDim.x * ITEMS_PER_BLOCK) {
+        const long long w = w0 + slot;
+        const bool live = w < work;
+        const int row = live ? (int)(w / chunks) : 0;
+        const int chunk = live ? (int)(w % chunks) : 0;
+        const int col0 = chunk * CHUNK + lane * V;
+        const bool full = (long long)(chunk + 1) * CHUNK <= n;
+        SPMM_ACC acc[COARSEN][V];
+        if (live) {
+            // Uniform across the group (same w): its shuffles stay together.
+            const int first = indptr[row] + part * SPMM_STEP;
+            const int end = indptr[row + 1];
+            if (full) {
+                spmm_rw_sum<V, true>(acc, first, end, col0, n, indices, values, x, ldx, lane,
+                                     mask);
+            } else {
+                spmm_rw_sum<V, false>(acc, first, end, col0, n, indices, values, x, ldx, lane,
+                                      mask);
+            }
+            if (part > 0) {
+#pragma unroll
+                for (int q = 0; q < COARSEN; ++q) {
+#pragma unroll
+                    for (int e = 0; e < V; ++e) {
+                        parts[spmm_rs_at<V>(slot, part, q, e, lane)] = acc[q][e];
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        if (live && part == 0) {
+            for (int p = 1; p < SPLIT; ++p) {
+#pragma unroll
+                for (int q = 0; q < COARSEN; ++q) {
+#pragma unroll
+                    for (int e = 0; e < V; ++e) {
+                        acc[q][e] += parts[spmm_rs_at<V>(slot, p, q, e, lane)];
+                    }
+                }
+            }
+            if (full) {
+                spmm_rw_store<EPI, V, true>(acc, row, col0, n, y, ldy, alpha, beta, bias);
+            } else {
+                spmm_rw_store<EPI, V, false>(acc, row, col0, n, y, ldy, alpha, beta, bias);
+            }
+        }
+        // The next round's parts overwrite the shared sums.
+        __syncthreads();
+    }
+}
+#endif  // SPLIT > 1
+
 #endif  // SPARSERL_SPMM_ROW_WARP_BODY
 
 extern "C" __global__ void __launch_bounds__(BLOCK) ENTRY(
@@ -198,6 +317,15 @@ extern "C" __global__ void __launch_bounds__(BLOCK) ENTRY(
     if (n <= 0 || (SPMM_N > 0 && n != SPMM_N)) {
         return;
     }
+#if SPLIT > 1
+    if (spmm_vec_ok<VEC>(x, ldx, y, ldy)) {
+        spmm_row_split<SPMM_N, SPMM_EPILOGUE, VEC>(rows, n, indptr, indices, values, x, ldx, y,
+                                                   ldy, alpha, beta, bias);
+    } else {
+        spmm_row_split<SPMM_N, SPMM_EPILOGUE, 1>(rows, n, indptr, indices, values, x, ldx, y, ldy,
+                                                 alpha, beta, bias);
+    }
+#else
     if (spmm_vec_ok<VEC>(x, ldx, y, ldy)) {
         spmm_row_warp<SPMM_N, SPMM_EPILOGUE, VEC>(rows, n, indptr, indices, values, x, ldx, y, ldy,
                                                   alpha, beta, bias);
@@ -205,4 +333,5 @@ extern "C" __global__ void __launch_bounds__(BLOCK) ENTRY(
         spmm_row_warp<SPMM_N, SPMM_EPILOGUE, 1>(rows, n, indptr, indices, values, x, ldx, y, ldy,
                                                 alpha, beta, bias);
     }
+#endif
 }

@@ -30,8 +30,18 @@ pub fn variant_expr(v: &SpmmVariant) -> String {
         SpmmStrategy::ColTile => "ColTile",
     };
     format!(
-        "::sparserl_rt::spmm::SpmmVariant {{ strategy: ::sparserl_rt::spmm::SpmmStrategy::{strategy}, block: {}, group: {}, vec: {}, coarsen: {}, tile: {}, items: {}, sub: {}, unroll: {}, ldg_x: {}, trans: {} }}",
-        v.block, v.group, v.vec, v.coarsen, v.tile, v.items, v.sub, v.unroll, v.ldg_x, v.trans
+        "::sparserl_rt::spmm::SpmmVariant {{ strategy: ::sparserl_rt::spmm::SpmmStrategy::{strategy}, block: {}, group: {}, vec: {}, coarsen: {}, tile: {}, items: {}, sub: {}, split: {}, unroll: {}, ldg_x: {}, trans: {} }}",
+        v.block,
+        v.group,
+        v.vec,
+        v.coarsen,
+        v.tile,
+        v.items,
+        v.sub,
+        v.split,
+        v.unroll,
+        v.ldg_x,
+        v.trans
     )
 }
 

@@ -74,7 +74,7 @@ fn compile_spmm_fragment(dir: &Path, name: &str) {
     ] {
         let source = format!(
             "#define T {value}\n#define BLOCK 128\n#define GROUP 8\n#define VEC {vec}\n\
-             #define COARSEN 2\n#define TILE_K 4\n#define ITEMS 4\n#define SUB 1\n#define UNROLL 2\n\
+             #define COARSEN 2\n#define TILE_K 4\n#define ITEMS 4\n#define SUB 1\n#define SPLIT 1\n#define UNROLL 2\n\
              #define SPMM_LDG 1\n#define SPMM_LAYOUT {layout}\n#define SPMM_N {width}\n\
              #define SPMM_EPILOGUE {epilogue}\n#define ENTRY sparserl_fragment_test\n\
              #define SPMM_TRANSPOSE {transpose}\n#include \"{name}\"\n",

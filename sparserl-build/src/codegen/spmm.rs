@@ -146,6 +146,7 @@ fn push_header(
         ("TILE_K", v.tile.to_string()),
         ("ITEMS", v.items.to_string()),
         ("SUB", v.sub.to_string()),
+        ("SPLIT", v.split.to_string()),
         ("UNROLL", v.unroll.to_string()),
         ("SPMM_LDG", u8::from(v.ldg_x).to_string()),
         (

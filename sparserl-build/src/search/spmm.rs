@@ -378,7 +378,7 @@ pub fn search_head(list: &[SpmmVariant], k: usize) -> Vec<SpmmVariant> {
 }
 
 /// The variants of `list` that differ from `v` in one knob (same strategy:
-/// block, group, vector width, coarsening, tile, items, range cut, unroll,
+/// block, group, vector width, coarsening, tile, items, range cut, split, unroll,
 /// the load path or the transposed path), in `list`'s order.
 pub fn neighbors(v: &SpmmVariant, list: &[SpmmVariant]) -> Vec<SpmmVariant> {
     let v = v.canonical();
@@ -392,6 +392,7 @@ pub fn neighbors(v: &SpmmVariant, list: &[SpmmVariant]) -> Vec<SpmmVariant> {
             u.tile,
             u.items,
             u.sub,
+            u.split,
             u.unroll,
             u32::from(u.ldg_x),
             u32::from(u.trans),

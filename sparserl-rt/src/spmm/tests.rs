@@ -465,6 +465,7 @@ proptest::proptest! {
         tile in 0u32..6,
         items in 0u32..80,
         sub in 0u32..4,
+        split in 0u32..5,
         unroll in 0u32..5,
         ldg in proptest::bool::ANY,
         trans in proptest::bool::ANY,
@@ -478,6 +479,7 @@ proptest::proptest! {
             tile: 1 << tile,
             items,
             sub: 1 << sub,
+            split: 1 << split,
             unroll: 1 << unroll,
             ldg_x: ldg,
             trans,
@@ -526,4 +528,67 @@ fn narrow_nnz_split_streams() {
             .iter()
             .any(|v| v.strategy == SpmmStrategy::NnzSplit && v.group == 4)
     );
+}
+
+#[test]
+fn split_rows_have_their_own_ids_and_bounds() {
+    let v = SpmmVariant::parse("row-warp.b256.g16.v2.c1.s4.u8.ldg").unwrap();
+    assert_eq!(
+        (v.strategy, v.group, v.split, v.unroll),
+        (SpmmStrategy::RowWarp, 16, 4, 8)
+    );
+    assert_eq!(v.id(), "row-warp.b256.g16.v2.c1.s4.u8.ldg");
+    // Four groups of 16 lanes per item: 4 items per block of 256, a block
+    // per 4 of the 1000 rows' one chunk of 32 columns (16 without split).
+    let plain = SpmmVariant { split: 1, ..v };
+    assert_eq!(v.grid((1000, 1000, 5000, 32)), 250);
+    assert_eq!(plain.grid((1000, 1000, 5000, 32)), 63);
+    // Unsplit ids and serialisations are unchanged.
+    assert_eq!(plain.id(), "row-warp.b256.g16.v2.c1.u8.ldg");
+    assert!(!serde_json::to_string(&plain).unwrap().contains("split"));
+    assert!(serde_json::to_string(&v).unwrap().contains("\"split\":4"));
+    // Ignored by the other families; bounded by the block's groups and shared memory.
+    let ns = SpmmVariant {
+        split: 4,
+        ..SpmmVariant::of(SpmmStrategy::NnzSplit)
+    };
+    assert_eq!(ns.canonical().split, 1);
+    let odd = SpmmVariant {
+        block: 96,
+        group: 32,
+        split: 2,
+        ..v
+    };
+    assert_eq!(
+        odd.validate(),
+        Err(SpmmVariantError::Split {
+            split: 2,
+            groups: 3
+        })
+    );
+    let wide = SpmmVariant {
+        block: 1024,
+        vec: 4,
+        coarsen: 2,
+        group: 32,
+        ..v
+    };
+    assert!(matches!(
+        wide.validate(),
+        Err(SpmmVariantError::SplitShared { .. })
+    ));
+    assert!(SpmmVariant { split: 3, ..v }.validate().is_err());
+    assert!(SpmmVariant::parse("row-warp.b256.g16.v2.c1.s1.u8.ldg").is_err());
+    // Every space holds split points, each valid and canonical.
+    for layout in DenseLayout::ALL {
+        for n in [1, 16, 64, 256] {
+            let space = spmm_space(n, layout);
+            let split: Vec<_> = space.iter().filter(|v| v.split > 1).collect();
+            assert!(!split.is_empty(), "n={n} {layout}");
+            for v in split {
+                assert_eq!(SpmmVariant::parse(&v.id()).unwrap(), *v);
+                assert!(v.vec * v.coarsen <= 4 && v.unroll >= 4);
+            }
+        }
+    }
 }

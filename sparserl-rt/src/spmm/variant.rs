@@ -29,7 +29,8 @@ pub enum SpmmStrategy {
     /// `group` (column, value) pairs of its row coalesced and broadcasts
     /// them with shuffles; each lane owns `coarsen` slices of `vec`
     /// consecutive columns (vector loads of X rows). Several rows per warp
-    /// when `group < 32`.
+    /// when `group < 32`; with `split > 1` that many groups of a block
+    /// share each item and add their partial sums in shared memory.
     RowWarp,
     /// Nonzero-balanced: every stream of `group` lanes (`32 / group`
     /// streams per warp) owns a range of `32 items` consecutive nonzeros
@@ -145,6 +146,14 @@ pub struct SpmmVariant {
     /// shorter serial walk for small matrices of short rows; else 1).
     #[serde(default = "one")]
     pub sub: u32,
+    /// Groups that share one row-warp work item (1, 2, 4, 8; others 1):
+    /// the row's steps are dealt round-robin to `split` groups of one
+    /// block and their partial sums are added through shared memory, so a
+    /// row's serial walk is `split` times shorter (medium and long rows of
+    /// a latency-bound matrix). Needs `block / group` a multiple of `split`
+    /// and `block vec coarsen <= 4096` (at most 32 KiB of partial sums).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub split: u32,
     /// Unroll factor of the nonzero loop (1, 2, 4, 8): row-warp keeps this
     /// many X rows in flight per lane (a step covers `max(group, unroll)`
     /// nonzeros), nnz-split `min(unroll, group)`.
@@ -193,6 +202,26 @@ pub enum SpmmVariantError {
     /// The unroll factor.
     #[error("unroll {0} is not one of 1, 2, 4, 8")]
     Unroll(u32),
+    /// The groups per row-warp work item.
+    #[error("split {split} is not one of 1, 2, 4, 8 dividing the {groups} groups of a block")]
+    Split {
+        /// The split.
+        split: u32,
+        /// Groups per block (`block / group`).
+        groups: u32,
+    },
+    /// A split whose partial sums would not fit the shared memory bound.
+    #[error(
+        "split {split} with {columns} columns per lane and block {block} needs more than 32 KiB of shared memory (block x columns per lane at most 4096)"
+    )]
+    SplitShared {
+        /// The split.
+        split: u32,
+        /// Columns per lane (`vec coarsen`).
+        columns: u32,
+        /// The block size.
+        block: u32,
+    },
     /// Vector loads along the strided rows of a col-major X.
     #[error("vec {0} needs row-major X (col-major rows are strided)")]
     VecNeedsRowMajor(u32),
@@ -245,6 +274,7 @@ impl SpmmVariant {
             tile: 1,
             items: 1,
             sub: 1,
+            split: 1,
             unroll: 1,
             ldg_x: true,
             trans: false,
@@ -275,6 +305,7 @@ impl SpmmVariant {
             }
             SpmmStrategy::NnzSplit => {
                 v.tile = 1;
+                v.split = 1;
                 if v.items != 1 {
                     v.sub = 1;
                 }
@@ -284,6 +315,7 @@ impl SpmmVariant {
                 v.coarsen = 1;
                 v.items = 1;
                 v.sub = 1;
+                v.split = 1;
             }
         }
         v
@@ -327,6 +359,20 @@ impl SpmmVariant {
         if ![1, 2, 4, 8].contains(&v.unroll) {
             return Err(SpmmVariantError::Unroll(v.unroll));
         }
+        let groups = v.block / v.group;
+        if ![1, 2, 4, 8].contains(&v.split) || !groups.is_multiple_of(v.split) {
+            return Err(SpmmVariantError::Split {
+                split: v.split,
+                groups,
+            });
+        }
+        if v.split > 1 && v.block * v.vec * v.coarsen > 4096 {
+            return Err(SpmmVariantError::SplitShared {
+                split: v.split,
+                columns: v.vec * v.coarsen,
+                block: v.block,
+            });
+        }
         if v.trans && v.strategy == SpmmStrategy::ColTile {
             return Err(SpmmVariantError::Trans(
                 "applies to row-warp and nnz-split, not col-tile",
@@ -367,6 +413,7 @@ impl SpmmVariant {
     }
 
     /// A short stable identifier, e.g. `row-warp.b256.g8.v4.c2.u2.ldg`
+    /// (row-warp: `.s<split>` after the coarsening when `split > 1`)
     /// (nnz-split: `.g<group>` only when the group is not 32, so ids of
     /// whole-warp streams read as they always did; `.r<range>` instead of
     /// `.i1` for ranges shorter than 32 nonzeros).
@@ -376,6 +423,9 @@ impl SpmmVariant {
         match v.strategy {
             SpmmStrategy::RowWarp => {
                 s += &format!(".g{}.v{}.c{}", v.group, v.vec, v.coarsen);
+                if v.split > 1 {
+                    s += &format!(".s{}", v.split);
+                }
             }
             SpmmStrategy::NnzSplit => {
                 if v.group != 32 {
@@ -442,6 +492,7 @@ impl SpmmVariant {
                     v.sub = 32 / num;
                 }
                 "u" => v.unroll = num,
+                "s" => v.split = num,
                 _ => {
                     return Err(SpmmVariantError::UnknownPart {
                         part: p.to_string(),
@@ -532,7 +583,7 @@ impl SpmmVariant {
         let chunks = n.div_ceil(v.chunk() as usize).max(1);
         let threads = match v.strategy {
             SpmmStrategy::RowWarp | SpmmStrategy::ColTile => {
-                (rows.max(1) as u128) * chunks as u128 * v.group as u128
+                (rows.max(1) as u128) * chunks as u128 * (v.group * v.split) as u128
             }
             SpmmStrategy::NnzSplit => {
                 let ranges = nnz.div_ceil(v.range() as usize).max(1);
@@ -574,6 +625,10 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+fn is_one(x: &u32) -> bool {
+    *x == 1
+}
+
 /// Compulsory bytes of one SpMM `Y = A X` with `n` columns and values of
 /// `value_size` bytes: `nnz (v + 4) + (rows + 1) 4 + (cols + rows) n v`.
 pub fn spmm_bytes(rows: usize, cols: usize, nnz: usize, n: usize, value_size: usize) -> u64 {
@@ -595,7 +650,9 @@ fn pow2_at_least(n: usize) -> u32 {
 /// Row-warp points: chunk = group vec coarsen at most the width (rounded up
 /// to a power of two `np`) and at least a quarter of it (or of 128); for
 /// column-major only whole warps once the width reaches 32; 1, 4 or 8 X rows
-/// in flight per lane (8 where a lane holds at most 4 values of a row).
+/// in flight per lane (8 where a lane holds at most 4 values of a row);
+/// where a lane holds at most 4 values, also each row split over 2, 4 or 8
+/// groups with 4 or 8 X rows in flight.
 fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
     for group in [1, 2, 4, 8, 16, 32] {
         for &vec in vecs {
@@ -624,6 +681,23 @@ fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<Spm
                         unroll,
                         ..SpmmVariant::of(SpmmStrategy::RowWarp)
                     });
+                }
+                // Split rows: 2, 4 or 8 groups per row with 4 or 8 X rows
+                // in flight each, where a lane holds at most 4 values of a
+                // row (the partial sums stay small in shared memory).
+                if vec * coarsen <= 4 {
+                    for split in [2, 4, 8] {
+                        for &unroll in unrolls.iter().filter(|&&u| u >= 4) {
+                            out.push(SpmmVariant {
+                                group,
+                                vec,
+                                coarsen,
+                                split,
+                                unroll,
+                                ..SpmmVariant::of(SpmmStrategy::RowWarp)
+                            });
+                        }
+                    }
                 }
             }
         }

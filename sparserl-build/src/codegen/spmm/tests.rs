@@ -140,8 +140,10 @@ fn one_variant_per_strategy_compiles() {
             .iter()
             .map(|&s| *space.iter().find(|v| v.strategy == s).unwrap())
             .collect();
-        // And the shortest nnz-split range (8 nonzeros).
+        // And the shortest nnz-split range (8 nonzeros), and a row-warp
+        // split over 8 groups (shared memory, two barriers per round).
         firsts.push(*space.iter().find(|v| v.range() == 8).unwrap());
+        firsts.push(*space.iter().find(|v| v.split == 8).unwrap());
         for v in firsts {
             for t in ValueType::ALL {
                 let k = generate_spmm(&v, t, layout, Some(64), &SpmmEpilogue::ALL).unwrap();
@@ -163,4 +165,49 @@ fn one_variant_per_strategy_compiles() {
             }
         }
     }
+}
+
+/// The split row-warp points that hold the most registers (4 values of an
+/// X row per lane, 8 rows in flight, 8 groups per row; narrowest and widest
+/// groups; row-major at N = 64, column-major at 128) compile to PTX and SASS
+/// for both value types,
+/// tuned-width, generic and fused entries, spilling at most a few words
+/// (their unsplit twins spill up to 16 B in the generic f64 entries).
+#[test]
+fn widest_split_variants_compile_without_large_spills() {
+    if !nvrtc_available() {
+        return;
+    }
+    let mut tried = 0;
+    let mut seen = std::collections::HashSet::new();
+    for (layout, n) in [(DenseLayout::RowMajor, 64), (DenseLayout::ColMajor, 128)] {
+        let space = spmm_space(n, layout);
+        let widest = space
+            .iter()
+            .filter(|v| v.split == 8 && v.vec * v.coarsen == 4 && v.unroll == 8 && !v.trans);
+        for v in widest.filter(|v| (v.group == 32 || v.group <= 4) && seen.insert(**v)) {
+            for t in ValueType::ALL {
+                let k = generate_spmm(v, t, layout, Some(n), &SpmmEpilogue::ALL).unwrap();
+                let ptx = nvrtc::compile_ptx(&k.source, "compute_80", &[])
+                    .unwrap_or_else(|e| panic!("{} {t} {layout}: {e}", v.id()));
+                for e in &k.entries {
+                    assert!(ptx.contains(&format!(".entry {}(", e.name)), "{}", e.name);
+                }
+                tried += 1;
+                let Ok(r) = nvrtc::ptxas_check(&ptx, "sm_90") else {
+                    continue;
+                };
+                for e in &r.entries {
+                    assert!(
+                        e.spill_stores <= 32,
+                        "{}: {} B spilled",
+                        e.name,
+                        e.spill_stores
+                    );
+                }
+            }
+        }
+    }
+    assert!(tried >= 8, "{tried}");
+    assert!(seen.iter().any(|v| v.group == 32));
 }
