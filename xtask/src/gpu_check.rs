@@ -119,6 +119,12 @@ pub struct Args {
     /// out of slices whose kernels declare no shared memory.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     sanitizer_jobs: u32,
+    /// The compute-sanitizer tools of the sliced SpMM runs
+    /// (`--sanitizer-jobs` above 1), in this order (comma-separated).
+    #[arg(long, value_name = "TOOLS", value_delimiter = ',',
+          value_parser = clap::builder::PossibleValuesParser::new(SANITIZER_TOOLS),
+          default_values_t = SANITIZER_TOOLS.map(String::from))]
+    sanitizer_tools: Vec<String>,
     /// Internal: the sanitizer pass's SpMM variants start with this prefix.
     #[arg(long, hide = true, value_name = "PREFIX")]
     spmm_slice: Option<String>,
@@ -635,16 +641,17 @@ fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usi
         if flag == "--spmm-only" && args.sanitizer_jobs > 1 {
             let slices = sanitizer_slices::spmm_slices(args.spmm_variants.as_deref());
             println!(
-                "sanitizer: {} SpMM slices x {} tools, {} processes at a time",
+                "sanitizer: {} SpMM slices x {} tools ({}), {} processes at a time",
                 slices.len(),
-                SANITIZER_TOOLS.len(),
+                args.sanitizer_tools.len(),
+                args.sanitizer_tools.join(", "),
                 args.sanitizer_jobs
             );
             let names: Vec<&str> = slices.iter().map(|s| s.prefix.as_str()).collect();
             println!("  slices: {}", names.join(" "));
             let runs =
                 sanitizer_slices::run_slices(&san, args, &slices, args.sanitizer_jobs as usize);
-            problems.extend(sanitizer_slices::summarise(&runs));
+            problems.extend(sanitizer_slices::summarise(args, &runs));
             return finish_section(flag, label, passed, failed, problems);
         }
         let child_args = section_pass_args(args, flag);

@@ -53,7 +53,9 @@ fn hub_rows_go_to_the_nnz_balanced_family_or_split_rows() {
             || (best.strategy == SpmmStrategy::RowWarp && best.split == 8);
         assert!(spread, "n = {n}: {best}");
         assert!(
-            ranked[..8].iter().any(|v| v.strategy == SpmmStrategy::NnzSplit),
+            ranked[..8]
+                .iter()
+                .any(|v| v.strategy == SpmmStrategy::NnzSplit),
             "n = {n}: {:?}",
             &ranked[..8]
         );

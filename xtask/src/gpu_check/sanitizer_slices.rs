@@ -91,9 +91,9 @@ pub(super) fn launches_in(text: &str) -> Option<u64> {
 
 /// Every (tool, slice) run, `jobs` processes at a time, largest slices first.
 pub(super) fn run_slices(san: &Path, args: &Args, slices: &[Slice], jobs: usize) -> Vec<SliceRun> {
-    let mut work: Vec<(&'static str, &Slice)> = SANITIZER_TOOLS
-        .iter()
-        .flat_map(|&t| slices.iter().map(move |s| (t, s)))
+    let mut work: Vec<(&'static str, &Slice)> = tools(args)
+        .into_iter()
+        .flat_map(|t| slices.iter().map(move |s| (t, s)))
         .collect();
     work.sort_by_key(|w| std::cmp::Reverse(w.1.points));
     let timeout = Duration::from_secs(args.sanitizer_timeout.max(1));
@@ -155,11 +155,20 @@ fn run_slice(
     }
 }
 
+/// The tools of `--sanitizer-tools`, in its order (each a [`SANITIZER_TOOLS`]
+/// entry: clap accepts no other).
+fn tools(args: &Args) -> Vec<&'static str> {
+    args.sanitizer_tools
+        .iter()
+        .filter_map(|t| SANITIZER_TOOLS.iter().copied().find(|k| k == t))
+        .collect()
+}
+
 /// Per tool: slices clean, not run, with problems, and launches; the
 /// problems as lines for the command's error.
-pub(super) fn summarise(runs: &[SliceRun]) -> Vec<String> {
+pub(super) fn summarise(args: &Args, runs: &[SliceRun]) -> Vec<String> {
     let mut problems = Vec::new();
-    for tool in SANITIZER_TOOLS {
+    for tool in tools(args) {
         let mine: Vec<&SliceRun> = runs.iter().filter(|r| r.tool == tool).collect();
         let clean = mine.iter().filter(|r| r.result.status == "clean").count();
         let skipped = mine
