@@ -157,7 +157,7 @@ fn run_slice(
 
 /// The tools of `--sanitizer-tools`, in its order (each a [`SANITIZER_TOOLS`]
 /// entry: clap accepts no other).
-fn tools(args: &Args) -> Vec<&'static str> {
+pub(super) fn tools(args: &Args) -> Vec<&'static str> {
     args.sanitizer_tools
         .iter()
         .filter_map(|t| SANITIZER_TOOLS.iter().copied().find(|k| k == t))

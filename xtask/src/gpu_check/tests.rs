@@ -272,3 +272,21 @@ fn sanitizer_slice_launches_are_read_from_the_log() {
         None
     );
 }
+
+#[test]
+fn sanitizer_tools_default_to_all_three_and_keep_the_given_order() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+    let parse = |a: &[&str]| {
+        Cli::try_parse_from(std::iter::once("gpu-check").chain(a.iter().copied())).map(|c| c.args)
+    };
+    let d = parse(&[]).unwrap();
+    assert_eq!(sanitizer_slices::tools(&d), SANITIZER_TOOLS.to_vec());
+    let r = parse(&["--sanitizer-tools", "racecheck,memcheck"]).unwrap();
+    assert_eq!(sanitizer_slices::tools(&r), vec!["racecheck", "memcheck"]);
+    assert!(parse(&["--sanitizer-tools", "synccheck"]).is_err());
+}
