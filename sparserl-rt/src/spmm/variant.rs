@@ -651,8 +651,8 @@ fn pow2_at_least(n: usize) -> u32 {
 /// to a power of two `np`) and at least a quarter of it (or of 128); for
 /// column-major only whole warps once the width reaches 32; 1, 4 or 8 X rows
 /// in flight per lane (8 where a lane holds at most 4 values of a row);
-/// where a lane holds at most 4 values, also each row split over 4 groups
-/// with 8 X rows in flight.
+/// where a lane holds at most 4 values, also each row split over 2, 4 or 8
+/// groups with 8 X rows in flight.
 fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<SpmmVariant>) {
     for group in [1, 2, 4, 8, 16, 32] {
         for &vec in vecs {
@@ -682,19 +682,22 @@ fn row_warp_points(np: u32, layout: DenseLayout, vecs: &[u32], out: &mut Vec<Spm
                         ..SpmmVariant::of(SpmmStrategy::RowWarp)
                     });
                 }
-                // Split rows: 4 groups per row with 8 X rows in flight each,
-                // where a lane holds at most 4 values of a row (the partial
-                // sums stay small in shared memory). Splits of 2 and 8 and
-                // unroll 4 are valid variants, not yet in the space.
+                // Split rows: 2, 4 or 8 groups per row with 8 X rows in
+                // flight each, where a lane holds at most 4 values of a row
+                // (the partial sums stay small in shared memory). Unroll 4
+                // is a valid variant, not in the space: never the fastest
+                // in the sweep that measured it.
                 if vec * coarsen <= 4 {
-                    out.push(SpmmVariant {
-                        group,
-                        vec,
-                        coarsen,
-                        split: 4,
-                        unroll: 8,
-                        ..SpmmVariant::of(SpmmStrategy::RowWarp)
-                    });
+                    for split in [2, 4, 8] {
+                        out.push(SpmmVariant {
+                            group,
+                            vec,
+                            coarsen,
+                            split,
+                            unroll: 8,
+                            ..SpmmVariant::of(SpmmStrategy::RowWarp)
+                        });
+                    }
                 }
             }
         }
