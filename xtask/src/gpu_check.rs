@@ -114,9 +114,10 @@ pub struct Args {
     spmm_variants: Option<String>,
     /// Sanitizer processes at a time for the SpMM section (`--spmm-only`):
     /// above 1 its sanitizer subset is cut into slices of the design space
-    /// (family, block, group, next knob), each run under every tool as its
-    /// own process, logs `sanitizer-<tool>-<slice>.log`; racecheck is left
-    /// out of slices whose kernels declare no shared memory.
+    /// (family, block, group, next knob; a slice of more than 1/N of the
+    /// points cut by further knobs), each run under every tool as its own
+    /// process, logs `sanitizer-<tool>-<slice>.log`; racecheck is left out of
+    /// slices whose kernels declare no shared memory.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     sanitizer_jobs: u32,
     /// The compute-sanitizer tools of the sliced SpMM runs
@@ -639,7 +640,10 @@ fn section_only(args: &Args, flag: &str, label: &str, passed: usize, failed: usi
         println!("sanitizer: not run (--no-sanitizer)");
     } else if let Some(san) = find_on_path("compute-sanitizer") {
         if flag == "--spmm-only" && args.sanitizer_jobs > 1 {
-            let slices = sanitizer_slices::spmm_slices(args.spmm_variants.as_deref());
+            let slices = sanitizer_slices::spmm_slices(
+                args.spmm_variants.as_deref(),
+                args.sanitizer_jobs as usize,
+            );
             println!(
                 "sanitizer: {} SpMM slices x {} tools ({}), {} processes at a time",
                 slices.len(),

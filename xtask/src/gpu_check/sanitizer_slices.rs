@@ -13,8 +13,9 @@ use sparserl_rt::dense::DenseLayout;
 use sparserl_rt::spmm::{SpmmEpilogue, spmm_space};
 use std::collections::BTreeMap;
 
-/// Dot-separated parts of a variant id that name its slice at most:
-/// family, block, group and the next knob.
+/// Dot-separated parts of a variant id that name its slice at first:
+/// family, block, group and the next knob. A slice larger than its share of
+/// the processes is cut by further parts ([`spmm_slices`]).
 const SLICE_PARTS: usize = 4;
 
 /// Why racecheck does not run on a slice.
@@ -32,19 +33,62 @@ pub(super) struct Slice {
     pub(super) shared: bool,
 }
 
-/// The slice prefix of a variant id: its first [`SLICE_PARTS`] parts (one
-/// fewer when the id has no more), with the trailing `.`.
-pub(super) fn slice_prefix(id: &str) -> String {
+/// The slice prefix of a variant id: its first `depth` parts (one fewer
+/// when the id has no more), with the trailing `.`.
+pub(super) fn slice_prefix(id: &str, depth: usize) -> String {
     let parts: Vec<&str> = id.split('.').collect();
-    let keep = SLICE_PARTS.min(parts.len().saturating_sub(1)).max(1);
+    let keep = depth.min(parts.len().saturating_sub(1)).max(1);
     format!("{}.", parts[..keep].join("."))
 }
 
+/// One variant id of the sanitizer subset: its points and whether any of
+/// its modules declares shared memory.
+type Member = (String, usize, bool);
+
 /// The slices of the sanitizer subset ([`spmm::SANITIZER_WIDTHS`], both
 /// layouts) among the variants whose id matches `only`
-/// ([`spmm::id_matches`]), largest first.
-pub(super) fn spmm_slices(only: Option<&str>) -> Vec<Slice> {
-    let mut map: BTreeMap<String, Slice> = BTreeMap::new();
+/// ([`spmm::id_matches`]), largest first: prefixes of [`SLICE_PARTS`]
+/// parts, and a slice of more than its share of the points (all of them
+/// over `jobs`, the processes at a time) cut by its next part while its ids
+/// have one, so that one large slice does not run on long after the rest
+/// (racecheck takes minutes per handful of points).
+pub(super) fn spmm_slices(only: Option<&str>, jobs: usize) -> Vec<Slice> {
+    let all = members(only);
+    let max_points = all.iter().map(|m| m.1).sum::<usize>().div_ceil(jobs.max(1));
+    let mut work = vec![(SLICE_PARTS, all)];
+    let mut slices = Vec::new();
+    while let Some((depth, group)) = work.pop() {
+        for (prefix, part) in by_prefix(group, depth) {
+            let points: usize = part.iter().map(|m| m.1).sum();
+            let deeper = part.iter().all(|m| m.0.split('.').count() > depth + 1);
+            if points > max_points && deeper {
+                work.push((depth + 1, part));
+            } else {
+                let shared = part.iter().any(|m| m.2);
+                slices.push(Slice {
+                    prefix,
+                    points,
+                    shared,
+                });
+            }
+        }
+    }
+    slices.sort_by(|a, b| b.points.cmp(&a.points).then(a.prefix.cmp(&b.prefix)));
+    slices
+}
+
+/// The members grouped by their prefix of `depth` parts.
+fn by_prefix(members: Vec<Member>, depth: usize) -> BTreeMap<String, Vec<Member>> {
+    let mut map: BTreeMap<String, Vec<Member>> = BTreeMap::new();
+    for m in members {
+        map.entry(slice_prefix(&m.0, depth)).or_default().push(m);
+    }
+    map
+}
+
+/// Every variant id of the sanitizer subset that matches `only`.
+fn members(only: Option<&str>) -> Vec<Member> {
+    let mut map: BTreeMap<String, (usize, bool)> = BTreeMap::new();
     for layout in DenseLayout::ALL {
         for &n in &spmm::SANITIZER_WIDTHS {
             for v in spmm_space(n, layout) {
@@ -52,24 +96,17 @@ pub(super) fn spmm_slices(only: Option<&str>) -> Vec<Slice> {
                 if only.is_some_and(|t| !spmm::id_matches(&id, t)) {
                     continue;
                 }
-                let prefix = slice_prefix(&id);
-                let slice = map.entry(prefix.clone()).or_insert(Slice {
-                    prefix,
-                    points: 0,
-                    shared: false,
+                let shared = ValueType::ALL.iter().any(|&value| {
+                    spmm::generate(&v, value, layout, Some(n), &SpmmEpilogue::ALL)
+                        .map_or(true, |src| src.contains("__shared__"))
                 });
-                slice.points += 1;
-                slice.shared = slice.shared
-                    || ValueType::ALL.iter().any(|&value| {
-                        spmm::generate(&v, value, layout, Some(n), &SpmmEpilogue::ALL)
-                            .map_or(true, |src| src.contains("__shared__"))
-                    });
+                let e = map.entry(id).or_insert((0, false));
+                e.0 += 1;
+                e.1 |= shared;
             }
         }
     }
-    let mut slices: Vec<Slice> = map.into_values().collect();
-    slices.sort_by(|a, b| b.points.cmp(&a.points).then(a.prefix.cmp(&b.prefix)));
-    slices
+    map.into_iter().map(|(id, (p, sh))| (id, p, sh)).collect()
 }
 
 /// One tool's run over one slice.

@@ -201,12 +201,16 @@ fn worse_treats_nan_as_infinite() {
 fn sanitizer_slices_cover_the_subset_once() {
     use sanitizer_slices::{slice_prefix, spmm_slices};
     assert_eq!(
-        slice_prefix("row-warp.b256.g1.v1.c2.u4.ldg"),
+        slice_prefix("row-warp.b256.g1.v1.c2.u4.ldg", 4),
         "row-warp.b256.g1.v1."
     );
-    assert_eq!(slice_prefix("col-tile.b128"), "col-tile.");
-    assert_eq!(slice_prefix("x"), "x.");
-    let slices = spmm_slices(None);
+    assert_eq!(
+        slice_prefix("row-warp.b256.g1.v1.c2.u4.ldg", 5),
+        "row-warp.b256.g1.v1.c2."
+    );
+    assert_eq!(slice_prefix("col-tile.b128", 4), "col-tile.");
+    assert_eq!(slice_prefix("x", 4), "x.");
+    let slices = spmm_slices(None, 1);
     // No prefix is a prefix of another: a variant belongs to one slice.
     for a in &slices {
         for b in &slices {
@@ -229,20 +233,49 @@ fn sanitizer_slices_cover_the_subset_once() {
     }
     assert_eq!(slices.iter().map(|s| s.points).sum::<usize>(), points);
     assert!(slices.windows(2).all(|w| w[0].points >= w[1].points));
-    let ns = spmm_slices(Some("nnz-split"));
+    let ns = spmm_slices(Some("nnz-split"), 1);
     assert!(!ns.is_empty() && ns.len() < slices.len());
     assert!(ns.iter().all(|s| s.prefix.starts_with("nnz-split.")));
     // Comma-separated parts: every part must be in the id.
-    let nt = spmm_slices(Some(".t,nnz-split.b256.g16"));
+    let nt = spmm_slices(Some(".t,nnz-split.b256.g16"), 1);
     assert!(!nt.is_empty() && nt.len() < ns.len());
     assert!(
         nt.iter()
             .all(|s| s.prefix.starts_with("nnz-split.b256.g16."))
     );
-    let t_only = spmm_slices(Some(".t"));
+    let t_only = spmm_slices(Some(".t"), 1);
     for s in &nt {
         let whole = t_only.iter().find(|t| t.prefix == s.prefix);
         assert_eq!(whole.map(|t| t.points), Some(s.points), "{s:?}");
+    }
+}
+
+#[test]
+fn large_slices_are_cut_to_their_share_of_the_processes() {
+    use sanitizer_slices::spmm_slices;
+    // The split points: four-part slices hold up to 22 points each, more
+    // than a sixteenth of them; cut by their next parts, none does, and the
+    // cut slices still hold every point once.
+    let only = "row-warp,!.s4.,.s";
+    let whole = spmm_slices(Some(only), 1);
+    let cut = spmm_slices(Some(only), 16);
+    let total: usize = whole.iter().map(|s| s.points).sum();
+    assert_eq!(cut.iter().map(|s| s.points).sum::<usize>(), total);
+    assert!(whole[0].points > total.div_ceil(16), "{:?}", whole[0]);
+    assert!(
+        cut.iter().all(|s| s.points <= total.div_ceil(16)),
+        "{cut:?}"
+    );
+    assert!(cut.len() > whole.len());
+    for a in &cut {
+        assert!(a.shared, "{a:?}");
+        for b in &cut {
+            assert!(a == b || !b.prefix.starts_with(&a.prefix), "{a:?} {b:?}");
+        }
+        assert!(
+            whole.iter().any(|w| a.prefix.starts_with(&w.prefix)),
+            "{a:?}"
+        );
     }
 }
 
