@@ -3,7 +3,10 @@
 the space without split rows (`row-warp...s2/s4/s8`), the fastest split variant, the
 product's pick and cuSPARSE, all from the same run; geomeans and counts below 1.0; then each
 split variant against its unsplit twin (same other knobs), per case and over all.
-Usage: compare.py REPORT.json[.gz]"""
+With `--left-out` (run 61, on a sweep of the first split build: splits 2, 4 and 8 with unroll
+4 and 8) the two sides are the space as shipped at `0ba7e8c` (of the split points, split 4
+with unroll 8 only) and the points it leaves out (splits 2 and 8, and unroll 4).
+Usage: compare.py [--left-out] REPORT.json[.gz]"""
 import gzip, json, math, re, sys
 
 SPLIT = re.compile(r"\.s[248](?=\.)")
@@ -12,15 +15,21 @@ def load(p):
     with (gzip.open(p, "rt") if p.endswith(".gz") else open(p)) as f:
         return json.load(f)
 
+LEFT_OUT = "--left-out" in sys.argv[1:]
+REPORT = [a for a in sys.argv[1:] if a != "--left-out"][0]
+
 def new_point(k):
-    """A point this change added: row-warp with its rows split over 2, 4 or 8 groups."""
-    return k.startswith("row-warp") and SPLIT.search(k) is not None
+    """A point this change added: row-warp with its rows split over 2, 4 or 8 groups (with
+    `--left-out`: a split point other than split 4 with unroll 8)."""
+    if not (k.startswith("row-warp") and SPLIT.search(k)):
+        return False
+    return not LEFT_OUT or ".s4." not in k or ".u8" not in k
 
 def geo(xs):
     xs = [x for x in xs if x]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
-rows = load(sys.argv[1])["rows"]
+rows = load(REPORT)["rows"]
 out, s_old, s_new, s_ours, twins = [], [], [], [], []
 for r in rows:
     vs = [v for v in (r.get("variants") or []) if v.get("correct") and v.get("median_us")]
@@ -39,15 +48,18 @@ for r in rows:
     if r.get("ours_us"):
         s_ours.append(cu / r["ours_us"])
     out.append((r["matrix"], r["n"], cu, old["median_us"], new["median_us"], new["variant"], r.get("ours_variant", "")))
-print("| matrix | n | cuSPARSE us | best without split us | best split us | rest / split | best split variant | product's pick |")
+if LEFT_OUT:
+    print("| matrix | n | cuSPARSE us | best of the shipped space us | best left-out point us | shipped / left-out | best left-out variant | product's pick |")
+else:
+    print("| matrix | n | cuSPARSE us | best without split us | best split us | rest / split | best split variant | product's pick |")
 print("|---|---:|---:|---:|---:|---:|---|---|")
 for m, n, cu, o, w, wv, ov in out:
     print(f"| {m} | {n} | {cu:.1f} | {o:.1f} ({cu / o:.2f}x) | {w:.1f} ({cu / w:.2f}x) | {o / w:.2f} | {wv} | {ov} |")
 print()
-print(f"cases {len(out)}; over cuSPARSE, geomean: best of the space without split {geo(s_old):.3f}x, "
-      f"with split {geo(s_new):.3f}x, the product's search {geo(s_ours):.3f}x; below 1.0: "
+print(f"cases {len(out)}; over cuSPARSE, geomean: best of the {'shipped space' if LEFT_OUT else 'space without split'} {geo(s_old):.3f}x, "
+      f"with {'the left-out points' if LEFT_OUT else 'split'} {geo(s_new):.3f}x, the product's search {geo(s_ours):.3f}x; below 1.0: "
       f"{sum(x < 1 for x in s_old)} without, {sum(x < 1 for x in s_new)} with, "
-      f"{sum(x < 1 for x in s_ours)} for the search; split fastest in "
+      f"{sum(x < 1 for x in s_ours)} for the search; {'a left-out point' if LEFT_OUT else 'split'} fastest in "
       f"{sum(1 for _, _, _, o, w, _, _ in out if w < o)} cases")
 print()
 print("| matrix | n | twins | unsplit time / split time, geomean | max (variant) | split faster |")
