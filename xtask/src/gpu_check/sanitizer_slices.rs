@@ -96,13 +96,14 @@ fn members(only: Option<&str>) -> Vec<Member> {
                 if only.is_some_and(|t| !spmm::id_matches(&id, t)) {
                     continue;
                 }
-                let shared = ValueType::ALL.iter().any(|&value| {
-                    spmm::generate(&v, value, layout, Some(n), &SpmmEpilogue::ALL)
-                        .map_or(true, |src| src.contains("__shared__"))
-                });
                 let e = map.entry(id).or_insert((0, false));
                 e.0 += 1;
-                e.1 |= shared;
+                // Generated only until one module of the id declares it.
+                e.1 = e.1
+                    || ValueType::ALL.iter().any(|&value| {
+                        spmm::generate(&v, value, layout, Some(n), &SpmmEpilogue::ALL)
+                            .map_or(true, |src| src.contains("__shared__"))
+                    });
             }
         }
     }
