@@ -18,7 +18,8 @@
 // row that lies wholly inside
 // the range is written with its final value; a row cut at a range edge
 // ("split": indptr[r] / W != (indptr[r+1] - 1) / W) gets alpha times the
-// range's partial added with atomics.
+// range's partial added with atomics (a vector atomic per lane and column
+// slice for f32 on sm_90 and later).
 //
 // Two passes make that exact, a warp per row or per up to 32 rows (see
 // spmm_ns_pass), launched on the same stream:
@@ -91,6 +92,33 @@ __device__ __forceinline__ void spmm_ns_acc(T (*blk)[V], const T (*xv)[V], T vv,
     }
 }
 
+// Adds alpha times V accumulated columns to Y(row, col..) atomically: one
+// vector atomic for f32 pairs and quads on sm_90 and later (one L2 atomic
+// operation instead of V; the split rows of a short-row matrix send most of
+// the kernel's stores this way), else V scalar atomics. The caller checked
+// col + V <= n, row-major Y and V-element alignment.
+template <int V>
+__device__ __forceinline__ void spmm_ns_atomic_vec(T* __restrict__ y, long long at,
+                                                   const SPMM_ACC* acc, T alpha) {
+#if __CUDA_ARCH__ >= 900
+    if constexpr (V == 2 && sizeof(T) == 4) {
+        atomicAdd((float2*)(y + at), make_float2((float)((SPMM_ACC)alpha * acc[0]),
+                                                 (float)((SPMM_ACC)alpha * acc[1])));
+        return;
+    } else if constexpr (V == 4 && sizeof(T) == 4) {
+        atomicAdd((float4*)(y + at), make_float4((float)((SPMM_ACC)alpha * acc[0]),
+                                                 (float)((SPMM_ACC)alpha * acc[1]),
+                                                 (float)((SPMM_ACC)alpha * acc[2]),
+                                                 (float)((SPMM_ACC)alpha * acc[3])));
+        return;
+    }
+#endif
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+        atomicAdd(y + at + e, (T)((SPMM_ACC)alpha * acc[e]));
+    }
+}
+
 // Writes (whole row) or atomically adds (split row) the lane's columns of row.
 template <int EPI, int V>
 __device__ __forceinline__ void spmm_ns_flush(SPMM_ACC (*acc)[V], T* __restrict__ y, int ldy, int row,
@@ -99,8 +127,12 @@ __device__ __forceinline__ void spmm_ns_flush(SPMM_ACC (*acc)[V], T* __restrict_
 #pragma unroll
     for (int q = 0; q < COARSEN; ++q) {
         const int col = col0 + q * GROUP * V;
-        if (whole && col + V <= n && SPMM_LAYOUT == 0) {
-            spmm_store_vec<EPI, V>(y, spmm_at(row, col, ldy), acc[q], alpha, beta, bias, col);
+        if (col + V <= n && SPMM_LAYOUT == 0) {
+            if (whole) {
+                spmm_store_vec<EPI, V>(y, spmm_at(row, col, ldy), acc[q], alpha, beta, bias, col);
+            } else {
+                spmm_ns_atomic_vec<V>(y, spmm_at(row, col, ldy), acc[q], alpha);
+            }
         } else {
 #pragma unroll
             for (int e = 0; e < V; ++e) {

@@ -211,3 +211,31 @@ fn widest_split_variants_compile_without_large_spills() {
     assert!(tried >= 8, "{tried}");
     assert!(seen.iter().any(|v| v.group == 32));
 }
+
+/// Nnz-split adds a split row's partial sums with one vector atomic per
+/// lane and column slice on sm_90 (f32 pairs and quads), scalar atomics on
+/// sm_80 and for f64; both compile for every value type.
+#[test]
+fn nnz_split_split_rows_use_vector_atomics_on_sm90() {
+    if !nvrtc_available() {
+        return;
+    }
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    for vec in [2, 4] {
+        let v = space
+            .iter()
+            .find(|v| v.strategy == SpmmStrategy::NnzSplit && v.vec == vec && !v.trans)
+            .unwrap();
+        for t in ValueType::ALL {
+            let k =
+                generate_spmm(v, t, DenseLayout::RowMajor, Some(64), &SpmmEpilogue::ALL).unwrap();
+            let vector = format!(".global.add.v{vec}.f32");
+            for (arch, expect) in [("compute_90", t == ValueType::F32), ("compute_80", false)] {
+                let ptx = nvrtc::compile_ptx(&k.source, arch, &[])
+                    .unwrap_or_else(|e| panic!("{} {t} {arch}: {e}", v.id()));
+                assert_eq!(ptx.contains(&vector), expect, "{} {t} {arch}", v.id());
+                assert!(ptx.contains(".global.add.f"), "{} {t} {arch}", v.id());
+            }
+        }
+    }
+}
