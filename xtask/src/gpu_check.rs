@@ -126,6 +126,12 @@ pub struct Args {
           value_parser = clap::builder::PossibleValuesParser::new(SANITIZER_TOOLS),
           default_values_t = SANITIZER_TOOLS.map(String::from))]
     sanitizer_tools: Vec<String>,
+    /// With `--spmm-only`: skip the section's own float64 pass and go
+    /// straight to the sanitizer runs (for variants whose float64 check ran
+    /// already; each sanitizer child still checks every launch's result
+    /// against float64, and a wrong one fails the run).
+    #[arg(long, requires = "spmm_only", conflicts_with = "no_sanitizer")]
+    sanitizers_only: bool,
     /// Internal: the sanitizer pass's SpMM variants start with this prefix.
     #[arg(long, hide = true, value_name = "PREFIX")]
     spmm_slice: Option<String>,
@@ -718,6 +724,15 @@ fn finish_section(
 /// `gpu-check --spmm-only`: the SpMM section, then its sanitizer subset
 /// under every compute-sanitizer tool.
 fn spmm_only(args: &Args, gpu: &Gpu, matrices: &[TestMatrix]) -> Result<()> {
+    if args.sanitizers_only {
+        if find_on_path("compute-sanitizer").is_none() {
+            bail!("--sanitizers-only: compute-sanitizer not found, so nothing would be checked");
+        }
+        println!(
+            "spmm check: float64 pass skipped (--sanitizers-only); the sanitizer runs check every launch"
+        );
+        return section_only(args, "--spmm-only", "SpMM", 0, 0);
+    }
     let s = spmm::run(
         gpu,
         matrices,

@@ -322,4 +322,12 @@ fn sanitizer_tools_default_to_all_three_and_keep_the_given_order() {
     let r = parse(&["--sanitizer-tools", "racecheck,memcheck"]).unwrap();
     assert_eq!(sanitizer_slices::tools(&r), vec!["racecheck", "memcheck"]);
     assert!(parse(&["--sanitizer-tools", "synccheck"]).is_err());
+    // Skipping the float64 pass needs the SpMM section and its sanitizers.
+    assert!(
+        parse(&["--spmm-only", "--sanitizers-only"])
+            .unwrap()
+            .sanitizers_only
+    );
+    assert!(parse(&["--sanitizers-only"]).is_err());
+    assert!(parse(&["--spmm-only", "--sanitizers-only", "--no-sanitizer"]).is_err());
 }
