@@ -106,6 +106,23 @@ pub fn matrix_inputs(features: &[f64], value: ValueType) -> Vec<f32> {
         .collect()
 }
 
+/// How many times each record (by its class, in `classes`' order) enters
+/// a class-balanced training set: the median class size over the record's
+/// class size, rounded, between 1 and `cap`.
+pub fn class_repeats(classes: &[&str], cap: usize) -> Vec<usize> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in classes {
+        *counts.entry(c).or_default() += 1;
+    }
+    let mut sizes: Vec<usize> = counts.values().copied().collect();
+    sizes.sort_unstable();
+    let median = sizes.get(sizes.len() / 2).copied().unwrap_or(1) as f64;
+    classes
+        .iter()
+        .map(|c| ((median / counts[c] as f64).round() as usize).clamp(1, cap.max(1)))
+        .collect()
+}
+
 /// A trained forest pick over the policy space.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ForestPick {
@@ -126,17 +143,32 @@ impl ForestPick {
     /// Trains on every measured (record, variant) pair of `train`, named
     /// `trained_on`.
     pub fn fit(train: &[&Prepared], config: &ForestConfig, trained_on: &str) -> ForestPick {
+        Self::fit_balanced(train, config, trained_on, 1)
+    }
+
+    /// [`Self::fit`] with each record's pairs repeated
+    /// ([`class_repeats`], at most `cap` times) so that small structure
+    /// classes weigh nearer the median class; `cap` 1 is [`Self::fit`].
+    pub fn fit_balanced(
+        train: &[&Prepared],
+        config: &ForestConfig,
+        trained_on: &str,
+        cap: usize,
+    ) -> ForestPick {
         let ids: Vec<String> = policy_space().iter().map(Variant::id).collect();
         let knobs = KnobInputs::new(&ids);
         let dims = train.first().map_or(0, |r| r.features.len()) + 1;
         let (mut x, mut y) = (Vec::new(), Vec::new());
-        for r in train {
+        let classes: Vec<&str> = train.iter().map(|r| r.class.as_str()).collect();
+        for (r, reps) in train.iter().zip(class_repeats(&classes, cap)) {
             let m = matrix_inputs(&r.features, r.value);
-            for (j, f) in r.measured.iter().enumerate() {
-                let Some(f) = f else { continue };
-                x.extend_from_slice(&m);
-                x.extend_from_slice(&knobs.values[j]);
-                y.push(f.max(FLOOR).ln() as f32);
+            for _ in 0..reps {
+                for (j, f) in r.measured.iter().enumerate() {
+                    let Some(f) = f else { continue };
+                    x.extend_from_slice(&m);
+                    x.extend_from_slice(&knobs.values[j]);
+                    y.push(f.max(FLOOR).ln() as f32);
+                }
             }
         }
         let inputs = dims + knobs.names.len();

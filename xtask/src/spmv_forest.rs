@@ -54,6 +54,11 @@ enum Cmd {
         /// Fewest rows per leaf of the forest judged.
         #[arg(long)]
         min_leaf: Option<usize>,
+        /// Train the judged forest class-balanced: a record of a class
+        /// smaller than the median class enters up to this many times
+        /// (`class_repeats`); 1, the default, is the committed training.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
+        balance_classes: u64,
     },
 }
 
@@ -66,13 +71,14 @@ pub fn run(args: Args) -> Result<()> {
             out,
             trees,
             min_leaf,
+            balance_classes,
         } => {
             let cfg = ForestConfig {
                 trees: trees.unwrap_or(DEFAULT_FOREST.trees),
                 min_leaf: min_leaf.unwrap_or(DEFAULT_FOREST.min_leaf),
                 ..DEFAULT_FOREST
             };
-            loco(&records, &out, &cfg)
+            loco(&records, &out, &cfg, balance_classes as usize)
         }
     }
 }
@@ -170,7 +176,7 @@ struct Summary {
     min_record: f64,
 }
 
-fn loco(records: &Path, out: &Path, cfg: &ForestConfig) -> Result<()> {
+fn loco(records: &Path, out: &Path, cfg: &ForestConfig, balance: usize) -> Result<()> {
     let (recs, prepared, _) = load(records)?;
     let mut classes: Vec<&str> = prepared.iter().map(|r| r.class.as_str()).collect();
     classes.sort();
@@ -185,7 +191,7 @@ fn loco(records: &Path, out: &Path, cfg: &ForestConfig) -> Result<()> {
             started.elapsed().as_secs_f64()
         );
         let train: Vec<&Prepared> = prepared.iter().filter(|r| r.class != *class).collect();
-        cases.extend(fold(&prepared, &train, class, cfg));
+        cases.extend(fold(&prepared, &train, class, cfg, balance));
     }
     let summary: BTreeMap<&str, Summary> =
         RULES.iter().map(|r| (*r, summarise(&cases, r))).collect();
@@ -194,6 +200,7 @@ fn loco(records: &Path, out: &Path, cfg: &ForestConfig) -> Result<()> {
         "description": "Leave-one-class-out over the SpMV records: each class's records picked by rules fitted on the other classes' records only; figures are fractions of each record's best measured variant of the policy space (a variant it cannot run counts 0).",
         "source": recs.source,
         "forest": cfg,
+        "balance_classes": balance,
         "summary": summary,
         "classes": per_class,
         "cases": cases,
@@ -203,7 +210,7 @@ fn loco(records: &Path, out: &Path, cfg: &ForestConfig) -> Result<()> {
     std::fs::write(&json_path, serde_json::to_string_pretty(&json)? + "\n")?;
     std::fs::write(
         out.with_extension("md"),
-        markdown(&summary, &per_class, &recs.source),
+        markdown(&summary, &per_class, &recs.source, balance),
     )?;
     for (rule, s) in &summary {
         println!(
@@ -216,12 +223,18 @@ fn loco(records: &Path, out: &Path, cfg: &ForestConfig) -> Result<()> {
 }
 
 /// Fits the record picks on `train` and picks for every record of `class`.
-fn fold(all: &[Prepared], train: &[&Prepared], class: &str, cfg: &ForestConfig) -> Vec<Case> {
+fn fold(
+    all: &[Prepared],
+    train: &[&Prepared],
+    class: &str,
+    cfg: &ForestConfig,
+    balance: usize,
+) -> Vec<Case> {
     let space = policy_space();
     let knn8 = NeighbourPick::new(train, 8);
     let knn16 = NeighbourPick::new(train, NEIGHBOURS);
     let knob = KnobPick::new(&knn16, None);
-    let forest = ForestPick::fit(train, cfg, &format!("fold {class}"));
+    let forest = ForestPick::fit_balanced(train, cfg, &format!("fold {class}"), balance);
     all.iter()
         .filter(|r| r.class == class)
         .map(|r| {
@@ -478,8 +491,17 @@ fn markdown(
     summary: &BTreeMap<&str, Summary>,
     per_class: &BTreeMap<String, BTreeMap<String, f64>>,
     source: &[String],
+    balance: usize,
 ) -> String {
     let mut s = String::from("# SpMV record picks, leave-one-class-out\n\n");
+    if balance > 1 {
+        s += &format!(
+            "Every forest here is trained class-balanced (`--balance-classes {balance}`): a record \
+             of a class smaller than the median class enters the training set up to {balance} \
+             times (the median class size over its class's size, rounded); the committed pick \
+             trains each record once.\n\n"
+        );
+    }
     s += "Each class's records are picked by rules fitted on the other classes' records only \
           (no learned policy involved): `knn8` the best mean fraction over the 8 nearest records, \
           `knob-knn16` the knob pick, `forest` the forest pick (`sparserl_policies::forest_pick`), \

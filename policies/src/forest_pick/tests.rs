@@ -102,3 +102,26 @@ fn a_pick_round_trips_through_json() {
     assert_eq!(pick, back);
     assert!(!back.valid(17), "the feature count is checked");
 }
+
+#[test]
+fn class_repeats_lift_small_classes_toward_the_median_up_to_the_cap() {
+    // Class sizes 8, 4, 2, 1: median (upper) 4.
+    let mut classes = vec!["big"; 8];
+    classes.extend(["mid"; 4]);
+    classes.extend(["small"; 2]);
+    classes.push("one");
+    let r = class_repeats(&classes, 3);
+    assert_eq!(r.len(), classes.len());
+    assert!(
+        r[..8].iter().all(|&k| k == 1),
+        "larger than the median: once"
+    );
+    assert!(r[8..12].iter().all(|&k| k == 1), "the median class: once");
+    assert!(r[12..14].iter().all(|&k| k == 2));
+    assert_eq!(r[14], 3, "4 / 1 capped at 3");
+    assert!(
+        class_repeats(&classes, 1).iter().all(|&k| k == 1),
+        "cap 1: unbalanced"
+    );
+    assert!(class_repeats(&[], 4).is_empty());
+}
