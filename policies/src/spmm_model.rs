@@ -75,6 +75,16 @@ pub struct PickRule {
     pub forest_share: f64,
     /// The group decided before the variant.
     pub grouping: Grouping,
+    /// Weight of the log of a variant's coverage (the rank-weighted share
+    /// of the `neighbours` nearest records that measured it) added to the
+    /// neighbours' log mean: a variant the searches of many neighbours
+    /// measured is preferred to one few measured (0: none).
+    pub coverage: f64,
+    /// Multiple of the standard error of the neighbours' log fractions
+    /// (their spread over the square root of how many measured the
+    /// variant) taken off the neighbours' log mean: a lower bound rather
+    /// than a mean (0: none).
+    pub uncertainty: f64,
 }
 
 impl PickRule {
@@ -92,12 +102,32 @@ impl PickRule {
         } else {
             String::new()
         };
+        let cov = if self.coverage > 0.0 {
+            format!("-cov{}", self.coverage)
+        } else {
+            String::new()
+        };
+        let lcb = if self.uncertainty > 0.0 {
+            format!("-lcb{}", self.uncertainty)
+        } else {
+            String::new()
+        };
         format!(
-            "k{}-{w}-ridge{}{knob}{size}{forest}{}",
+            "k{}-{w}-ridge{}{knob}{size}{forest}{}{cov}{lcb}",
             self.neighbours,
             self.ridge_share,
             self.grouping.name()
         )
+    }
+
+    /// The same rule with coverage weight `coverage` and uncertainty
+    /// multiple `uncertainty` on the neighbours' mean.
+    pub const fn with_caution(self, coverage: f64, uncertainty: f64) -> PickRule {
+        PickRule {
+            coverage,
+            uncertainty,
+            ..self
+        }
     }
 
     /// The same rule deciding on `grouping`'s group first.
@@ -129,6 +159,8 @@ pub const RULE_GRID: [PickRule; 20] = {
             size_votes: false,
             forest_share: 0.0,
             grouping: Grouping::None,
+            coverage: 0.0,
+            uncertainty: 0.0,
         }
     }
     const fn s(ridge_share: f64, knob_share: f64) -> PickRule {
@@ -366,11 +398,12 @@ impl<'a> SpmmModel<'a> {
         near.into_iter().map(|(d, i)| (d, self.pool[i])).collect()
     }
 
-    /// Per variant over the `order`ed pool: the weighted sum of the first
-    /// `rule.neighbours` records' fractions, the sum of their weights and
-    /// the votes of the first [`NEIGHBOURS`].
-    fn tally(&self, order: &[(f64, usize)], rule: PickRule) -> Vec<(f64, f64, usize)> {
-        let mut acc = vec![(0.0, 0.0, 0usize); self.variants.len()];
+    /// Per variant over the `order`ed pool, a [`Tally`] of the first
+    /// `rule.neighbours` records (and the votes of the first
+    /// [`NEIGHBOURS`]), and the sum of those records' weights.
+    fn tally(&self, order: &[(f64, usize)], rule: PickRule) -> (Vec<Tally>, f64) {
+        let mut acc = vec![Tally::default(); self.variants.len()];
+        let mut total = 0.0;
         for (rank, &(_, i)) in order
             .iter()
             .take(rule.neighbours.max(NEIGHBOURS))
@@ -381,30 +414,45 @@ impl<'a> SpmmModel<'a> {
             } else {
                 1.0
             };
+            if rank < rule.neighbours {
+                total += w;
+            }
             for &(v, frac) in &self.pool[i].measured {
                 let e = &mut acc[v as usize];
                 if rank < rule.neighbours {
-                    e.0 += w * f64::from(frac);
-                    e.1 += w;
+                    let frac = f64::from(frac);
+                    let y = frac.max(1e-6).ln();
+                    e.sum += w * frac;
+                    e.weight += w;
+                    e.log_sum += w * y;
+                    e.log_square += w * y * y;
+                    e.count += 1;
                 }
-                e.2 += usize::from(rank < NEIGHBOURS);
+                e.votes += usize::from(rank < NEIGHBOURS);
             }
         }
-        acc
+        (acc, total)
     }
 
-    /// Per variant, the neighbours' mean fraction where [`MIN_VOTES`] of
-    /// the nearest measured it, else (with `rule.size_votes`) the mean of
-    /// the records nearest in size where as many of those measured it.
-    fn neighbour_means(&self, vector: &[f64], rule: PickRule) -> Vec<Option<f64>> {
-        let mean = |e: &(f64, f64, usize)| (e.2 >= MIN_VOTES && e.1 > 0.0).then(|| e.0 / e.1);
-        let near = self.tally(&self.order(vector), rule);
+    /// Per variant, the neighbours' mean fraction and the rule's caution
+    /// (a log adjustment: [`PickRule::coverage`] and
+    /// [`PickRule::uncertainty`]) where [`MIN_VOTES`] of the nearest
+    /// measured it, else (with `rule.size_votes`) the same of the records
+    /// nearest in size where as many of those measured it.
+    fn neighbour_means(&self, vector: &[f64], rule: PickRule) -> Vec<Option<(f64, f64)>> {
+        let mean = |e: &Tally, total: f64| {
+            (e.votes >= MIN_VOTES && e.weight > 0.0)
+                .then(|| (e.sum / e.weight, e.caution(total, rule)))
+        };
+        let (near, total) = self.tally(&self.order(vector), rule);
         let sized = rule
             .size_votes
             .then(|| self.tally(&self.size_order(vector), rule));
         near.iter()
             .enumerate()
-            .map(|(i, e)| mean(e).or_else(|| sized.as_ref().and_then(|s| mean(&s[i]))))
+            .map(|(i, e)| {
+                mean(e, total).or_else(|| sized.as_ref().and_then(|(s, t)| mean(&s[i], *t)))
+            })
             .collect()
     }
 
@@ -431,12 +479,12 @@ impl<'a> SpmmModel<'a> {
             .into_iter()
             .enumerate()
             .filter_map(|(i, mean)| {
-                let mean = mean?;
+                let (mean, caution) = mean?;
                 let v = self.variants[i].filter(|v| space.contains(v))?;
                 if rule.ridge_share <= 0.0 && knobs.is_none() && forest.is_none() {
-                    return Some((v, mean));
+                    return Some((v, mean * caution.exp()));
                 }
-                let mut score = mean.max(1e-6).ln();
+                let mut score = mean.max(1e-6).ln() + caution;
                 if rule.ridge_share > 0.0 {
                     let pred: f64 = self.ridge[i]
                         .as_ref()?
@@ -504,6 +552,43 @@ impl<'a> SpmmModel<'a> {
             .map(|(group, e)| (group, e.0 / e.1))
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
             .map(|(group, _)| group)
+    }
+}
+
+/// One variant's measurements among a pick's nearest records.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    /// Weighted sum of the fractions of the rule's neighbours.
+    sum: f64,
+    /// Sum of those neighbours' weights.
+    weight: f64,
+    /// Weighted sum of their log fractions.
+    log_sum: f64,
+    /// Weighted sum of their squared log fractions.
+    log_square: f64,
+    /// How many of those neighbours measured the variant.
+    count: usize,
+    /// How many of the first [`NEIGHBOURS`] measured it.
+    votes: usize,
+}
+
+impl Tally {
+    /// The log adjustment `rule` makes to the neighbours' mean: its
+    /// coverage weight times the log of the measured share of `total`
+    /// (the weight of all the rule's neighbours), less its uncertainty
+    /// multiple times the standard error of the log fractions (their
+    /// weighted spread over the square root of the count).
+    fn caution(&self, total: f64, rule: PickRule) -> f64 {
+        let mut out = 0.0;
+        if rule.coverage > 0.0 && total > 0.0 {
+            out += rule.coverage * (self.weight / total).clamp(1e-6, 1.0).ln();
+        }
+        if rule.uncertainty > 0.0 && self.weight > 0.0 && self.count > 0 {
+            let m = self.log_sum / self.weight;
+            let var = (self.log_square / self.weight - m * m).max(0.0);
+            out -= rule.uncertainty * var.sqrt() / (self.count as f64).sqrt();
+        }
+        out
     }
 }
 

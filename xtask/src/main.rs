@@ -31,6 +31,7 @@ mod retune_spmm;
 mod spmm_cross;
 mod spmm_loco;
 mod spmm_records;
+mod spmm_sweep;
 mod spmv_forest;
 mod spmv_records;
 mod test;

@@ -4,7 +4,7 @@
 //! the analytic prior's first variant, on the fraction of the case's fastest
 //! measured time each reached. Written as JSON and Markdown.
 
-use crate::spmm_records::{FOREST_SWEEP, GROUP_SWEEP, Judged, choose_rules, judge};
+use crate::spmm_records::{FOREST_SWEEP, Fits, GROUP_SWEEP, Judged, choose_rules_with, judge};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use sparserl_policies::SpmmRecords;
@@ -130,7 +130,8 @@ pub(crate) fn load(path: &Path) -> Result<SpmmRecords> {
 pub fn run(records: &Path, out: &Path) -> Result<()> {
     let all = load(records)?;
     let mut rules: BTreeMap<String, String> = BTreeMap::new();
-    for ((value, layout), rule) in choose_rules(&all, None) {
+    let fits = Fits::new(&all);
+    for ((value, layout), rule) in choose_rules_with(&fits, None) {
         let key = format!("{value} {}", layout.as_str());
         let shipped = pick_rule(value, layout);
         println!(
@@ -143,7 +144,7 @@ pub fn run(records: &Path, out: &Path) -> Result<()> {
         }
         rules.insert(key, rule.name());
     }
-    let judged = judge(&all);
+    let judged = judge(&fits);
     let mut by_key: BTreeMap<String, Vec<&Judged>> = BTreeMap::new();
     for j in &judged {
         by_key.entry(j.key.clone()).or_default().push(j);

@@ -20,6 +20,7 @@ use sparserl_rt::{Csr, Features, ValueType};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// Arguments of `spmm-records`.
 #[derive(Parser)]
@@ -51,6 +52,18 @@ enum Cmd {
         #[arg(long, default_value = "docs/policy/spmm-loco-h200")]
         out: PathBuf,
     },
+    /// Leave-one-class-out of the pick's grid widened by cautious rules
+    /// (coverage and uncertainty terms), each widening chosen among by the
+    /// same nested selection as the committed grid.
+    Sweep {
+        /// Records (gzipped JSON).
+        #[arg(long, default_value = "policies/spmm-records.json.gz")]
+        records: PathBuf,
+        /// Also write the raw figures (inner scores and per-case fractions
+        /// of every rule) as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Judges the picks of two sets of records on the measurements of one:
     /// each case of `--on` picked, leave-one-class-out, from the records of
     /// `--on` and from those of `--against`, each under the rules a
@@ -75,6 +88,7 @@ pub fn run(args: Args) -> Result<()> {
             out,
         } => build(&report, &matrices, &out),
         Cmd::Loco { records, out } => crate::spmm_loco::run(&records, &out),
+        Cmd::Sweep { records, json } => crate::spmm_sweep::run(&records, json.as_deref()),
         Cmd::Cross { on, against } => crate::spmm_cross::run(&on, &against),
     }
 }
@@ -293,7 +307,7 @@ pub(crate) fn fraction(all: &SpmmRecords, r: &SpmmRecord, variant: &SpmmVariant)
 }
 
 /// The classes of the records, sorted.
-fn classes(all: &SpmmRecords) -> Vec<&str> {
+pub(crate) fn classes(all: &SpmmRecords) -> Vec<&str> {
     let mut c: Vec<&str> = all.records.iter().map(|r| r.class.as_str()).collect();
     c.sort_unstable();
     c.dedup();
@@ -307,26 +321,38 @@ pub type Key = (ValueType, DenseLayout);
 /// records of `held` picked by a model fitted without `held` and `outer`,
 /// under every rule of [`RULE_GRID`]; per key and rule the sum of the log
 /// fractions of the measured picks and their count.
-fn inner_scores(all: &SpmmRecords, outer: Option<&str>) -> HashMap<Key, Vec<(f64, usize)>> {
-    let mut acc: HashMap<Key, Vec<(f64, usize)>> = HashMap::new();
+fn inner_scores(fits: &Fits, outer: Option<&str>) -> HashMap<Key, Vec<(f64, usize)>> {
+    inner_scores_of(fits, outer, &RULE_GRID)
+        .into_iter()
+        .map(|(k, v)| (k, v.into_iter().map(|(s, m, _)| (s, m)).collect()))
+        .collect()
+}
+
+/// [`inner_scores`] over the rules of `grid`, with the cases judged per
+/// key and rule (measured or not) third.
+pub(crate) fn inner_scores_of(
+    fits: &Fits,
+    outer: Option<&str>,
+    grid: &[PickRule],
+) -> HashMap<Key, Vec<(f64, usize, usize)>> {
+    let all = fits.all;
+    let mut acc: HashMap<Key, Vec<(f64, usize, usize)>> = HashMap::new();
     for held in classes(all).into_iter().filter(|c| Some(*c) != outer) {
         let mut exclude: Vec<&str> = outer.into_iter().collect();
         exclude.push(held);
-        let mut models: HashMap<Key, SpmmModel> = HashMap::new();
         for r in all.records.iter().filter(|r| r.class == held) {
-            let model = models.entry((r.value, r.layout)).or_insert_with(|| {
-                SpmmModel::fit(all, r.value, r.layout, r.vector.len(), &exclude)
-            });
+            let model = fits.get(r, &exclude);
             let space = spmm_space(r.n, r.layout);
             let key_acc = acc
                 .entry((r.value, r.layout))
-                .or_insert_with(|| vec![(0.0, 0); RULE_GRID.len()]);
-            for (rule, a) in RULE_GRID.iter().zip(key_acc.iter_mut()) {
+                .or_insert_with(|| vec![(0.0, 0, 0); grid.len()]);
+            for (rule, a) in grid.iter().zip(key_acc.iter_mut()) {
                 let pick = model.rank(&r.vector, &space, *rule).first().map(|p| p.0);
                 if let Some(f) = pick.and_then(|p| fraction(all, r, &p)) {
                     a.0 += f.ln();
                     a.1 += 1;
                 }
+                a.2 += 1;
             }
         }
     }
@@ -357,21 +383,75 @@ fn best_rule(scores: &[(f64, usize)]) -> PickRule {
 /// the row-major records decide the f64 and column-major rules, and left
 /// several classes' rules flipping when one key's records changed.
 pub fn choose_rules(all: &SpmmRecords, outer: Option<&str>) -> HashMap<Key, PickRule> {
-    inner_scores(all, outer)
+    choose_rules_with(&Fits::new(all), outer)
+}
+
+/// [`choose_rules`] with the models of `fits`.
+pub fn choose_rules_with(fits: &Fits, outer: Option<&str>) -> HashMap<Key, PickRule> {
+    inner_scores(fits, outer)
         .into_iter()
         .map(|(k, scores)| (k, best_rule(&scores)))
         .collect()
+}
+
+/// Models fitted once per value type, layout, vector length and set of
+/// left-out classes, shared by the threads of a leave-one-class-out: the
+/// inner fold that leaves out classes a and b is the same for the outer
+/// fold of a as for that of b, so each is fitted (and its knob regression
+/// solved) once.
+pub struct Fits<'a> {
+    all: &'a SpmmRecords,
+    models: Mutex<HashMap<FitKey, Arc<OnceLock<Arc<SpmmModel<'a>>>>>>,
+}
+
+type FitKey = (ValueType, DenseLayout, usize, Vec<String>);
+
+impl<'a> Fits<'a> {
+    /// No model fitted yet.
+    pub fn new(all: &'a SpmmRecords) -> Fits<'a> {
+        Fits {
+            all,
+            models: Mutex::default(),
+        }
+    }
+
+    /// The model of `r`'s value type, layout and vector length without the
+    /// classes of `exclude` (fitted on first use).
+    pub fn get(&self, r: &SpmmRecord, exclude: &[&str]) -> Arc<SpmmModel<'a>> {
+        let mut left: Vec<String> = exclude.iter().map(|c| c.to_string()).collect();
+        left.sort_unstable();
+        left.dedup();
+        let key = (r.value, r.layout, r.vector.len(), left);
+        let cell = self
+            .models
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key)
+            .or_default()
+            .clone();
+        cell.get_or_init(|| {
+            Arc::new(SpmmModel::fit(
+                self.all,
+                r.value,
+                r.layout,
+                r.vector.len(),
+                exclude,
+            ))
+        })
+        .clone()
+    }
 }
 
 /// Judges every record with the records of the other classes, under the
 /// rule a leave-one-class-out over those other classes chooses for its
 /// value type and layout (nested: the held-out class never decides the
 /// rule), beside the former rule.
-pub fn judge(all: &SpmmRecords) -> Vec<Judged> {
+pub fn judge(fits: &Fits) -> Vec<Judged> {
+    let all = fits.all;
     let rules: HashMap<&str, HashMap<Key, PickRule>> = std::thread::scope(|s| {
         let handles: Vec<_> = classes(all)
             .into_iter()
-            .map(|c| s.spawn(move || (c, choose_rules(all, Some(c)))))
+            .map(|c| s.spawn(move || (c, choose_rules_with(fits, Some(c)))))
             .collect();
         handles
             .into_iter()
@@ -379,15 +459,10 @@ pub fn judge(all: &SpmmRecords) -> Vec<Judged> {
             .collect()
     });
     // One model per held-out class, value type and layout.
-    let mut models: HashMap<(&str, ValueType, DenseLayout), SpmmModel> = HashMap::new();
     all.records
         .iter()
         .map(|r| {
-            let model = models
-                .entry((r.class.as_str(), r.value, r.layout))
-                .or_insert_with(|| {
-                    SpmmModel::fit(all, r.value, r.layout, r.vector.len(), &[&r.class])
-                });
+            let model = fits.get(r, &[&r.class]);
             // A key only the held-out class has records of: no other
             // class's figures, so the first rule (never reached: such a
             // model ranks nothing).
@@ -395,7 +470,7 @@ pub fn judge(all: &SpmmRecords) -> Vec<Judged> {
                 .get(&(r.value, r.layout))
                 .copied()
                 .unwrap_or(RULE_GRID[0]);
-            judge_one(all, model, r, rule)
+            judge_one(all, &model, r, rule)
         })
         .collect()
 }

@@ -35,6 +35,8 @@ fn rule(neighbours: usize, rank_weighted: bool, ridge_share: f64) -> PickRule {
         size_votes: false,
         forest_share: 0.0,
         grouping: Grouping::None,
+        coverage: 0.0,
+        uncertainty: 0.0,
     }
 }
 
@@ -182,4 +184,61 @@ fn a_path_decided_first_follows_the_best_of_each_record() {
         Grouping::Family.of("col-tile.b128.g4.k2.u2.ldg"),
         "col-tile"
     );
+}
+
+#[test]
+fn coverage_prefers_the_variant_more_neighbours_measured() {
+    // Eight records measured variant 0 at 0.8; three of them also measured
+    // variant 1, at 0.9.
+    let recs = (0..8)
+        .map(|i| {
+            let mut m = vec![(0, 0.8)];
+            if i % 3 == 0 {
+                m.push((1, 0.9));
+            }
+            record("a", f64::from(i), m)
+        })
+        .collect();
+    let r = records(recs);
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    let m = SpmmModel::fit(&r, ValueType::F32, DenseLayout::RowMajor, 1, &[]);
+    let plain = rule(8, false, 0.0);
+    assert_eq!(m.rank(&[0.0], &space, plain)[0].0, space[1]);
+    // Coverage 3/8 for variant 1: 0.9 (3/8)^c against 0.8.
+    let cautious = plain.with_caution(0.5, 0.0);
+    let ranked = m.rank(&[0.0], &space, cautious);
+    assert_eq!(ranked[0].0, space[0]);
+    assert!((ranked[0].1 - 0.8).abs() < 1e-6);
+    assert!((ranked[1].1 - 0.9 * (3.0f64 / 8.0).sqrt()).abs() < 1e-6);
+    // A small weight leaves the faster variant first.
+    assert_eq!(
+        m.rank(&[0.0], &space, plain.with_caution(0.1, 0.0))[0].0,
+        space[1]
+    );
+    assert_eq!(cautious.name(), "k8-flat-ridge0-cov0.5");
+}
+
+#[test]
+fn uncertainty_takes_the_spread_of_the_neighbours_off() {
+    // Variant 0 measured 1.0 and 0.25 alternately (geometric mean 0.5,
+    // mean 0.625), variant 1 a steady 0.6.
+    let recs = (0..8)
+        .map(|i| {
+            let f0 = if i % 2 == 0 { 1.0 } else { 0.25 };
+            record("a", f64::from(i), vec![(0, f0), (1, 0.6)])
+        })
+        .collect();
+    let r = records(recs);
+    let space = spmm_space(64, DenseLayout::RowMajor);
+    let m = SpmmModel::fit(&r, ValueType::F32, DenseLayout::RowMajor, 1, &[]);
+    let plain = rule(8, false, 0.0);
+    assert_eq!(m.rank(&[0.0], &space, plain)[0].0, space[0]);
+    let cautious = plain.with_caution(0.0, 1.0);
+    let ranked = m.rank(&[0.0], &space, cautious);
+    assert_eq!(ranked[0].0, space[1]);
+    assert!((ranked[0].1 - 0.6).abs() < 1e-6);
+    // Spread of ln 1 and ln 0.25: ln 2; over the root of 8 records.
+    let want = 0.625 * (-(2.0f64.ln()) / 8.0f64.sqrt()).exp();
+    assert!((ranked[1].1 - want).abs() < 1e-6, "{}", ranked[1].1);
+    assert_eq!(cautious.name(), "k8-flat-ridge0-lcb1");
 }
