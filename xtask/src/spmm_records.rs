@@ -319,17 +319,9 @@ pub type Key = (ValueType, DenseLayout);
 
 /// For each class `held` but `outer`, each value type and layout: the
 /// records of `held` picked by a model fitted without `held` and `outer`,
-/// under every rule of [`RULE_GRID`]; per key and rule the sum of the log
-/// fractions of the measured picks and their count.
-fn inner_scores(fits: &Fits, outer: Option<&str>) -> HashMap<Key, Vec<(f64, usize)>> {
-    inner_scores_of(fits, outer, &RULE_GRID)
-        .into_iter()
-        .map(|(k, v)| (k, v.into_iter().map(|(s, m, _)| (s, m)).collect()))
-        .collect()
-}
-
-/// [`inner_scores`] over the rules of `grid`, with the cases judged per
-/// key and rule (measured or not) third.
+/// under every rule of `grid`; per key and rule the sum of the log
+/// fractions of the measured picks, their count and the cases judged
+/// (measured or not).
 pub(crate) fn inner_scores_of(
     fits: &Fits,
     outer: Option<&str>,
@@ -359,21 +351,25 @@ pub(crate) fn inner_scores_of(
     acc
 }
 
-/// The rule of [`RULE_GRID`] with the best geometric mean fraction over
-/// `scores` (the first on ties).
-fn best_rule(scores: &[(f64, usize)]) -> PickRule {
-    let mean = |(s, k): (f64, usize)| {
-        if k == 0 {
+/// Of the rules `subset` (indices into the grid scored), the one with the
+/// best geometric mean fraction over `scores` (sum of log fractions,
+/// measured picks, cases), the first on ties; a rule with no measured pick
+/// ranks last.
+pub(crate) fn best_of(scores: &[(f64, usize, usize)], subset: &[usize]) -> usize {
+    let mean = |i: usize| {
+        let (s, m, _) = scores[i];
+        if m == 0 {
             f64::NEG_INFINITY
         } else {
-            s / k as f64
+            s / m as f64
         }
     };
-    let best = (0..RULE_GRID.len())
+    subset
+        .iter()
+        .copied()
         .rev()
-        .max_by(|&a, &b| mean(scores[a]).total_cmp(&mean(scores[b])))
-        .unwrap_or(0);
-    RULE_GRID[best]
+        .max_by(|&a, &b| mean(a).total_cmp(&mean(b)))
+        .unwrap_or(0)
 }
 
 /// For each value type and layout, the rule of [`RULE_GRID`] with the best
@@ -388,9 +384,10 @@ pub fn choose_rules(all: &SpmmRecords, outer: Option<&str>) -> HashMap<Key, Pick
 
 /// [`choose_rules`] with the models of `fits`.
 pub fn choose_rules_with(fits: &Fits, outer: Option<&str>) -> HashMap<Key, PickRule> {
-    inner_scores(fits, outer)
+    let all: Vec<usize> = (0..RULE_GRID.len()).collect();
+    inner_scores_of(fits, outer, &RULE_GRID)
         .into_iter()
-        .map(|(k, scores)| (k, best_rule(&scores)))
+        .map(|(k, scores)| (k, RULE_GRID[best_of(&scores, &all)]))
         .collect()
 }
 

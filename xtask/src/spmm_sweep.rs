@@ -6,7 +6,7 @@
 //! first within that widening (the held-out class never decides it).
 
 use crate::spmm_loco::{f, gm, load};
-use crate::spmm_records::{Fits, classes, fraction, inner_scores_of};
+use crate::spmm_records::{Fits, best_of, classes, fraction, inner_scores_of};
 use anyhow::Result;
 use sparserl_policies::spmm_model::{PickRule, RULE_GRID};
 use sparserl_rt::spmm::spmm_space;
@@ -53,25 +53,6 @@ pub struct Case {
     pub key: String,
     /// Per rule of the grid.
     pub fractions: Vec<Option<f64>>,
-}
-
-/// Of the rules `subset` (indices into the grid), the one with the best
-/// geometric mean over `scores` (the first on ties, as `loco` chooses).
-pub fn best_of(scores: &[(f64, usize, usize)], subset: &[usize]) -> usize {
-    let mean = |i: usize| {
-        let (s, m, _) = scores[i];
-        if m == 0 {
-            f64::NEG_INFINITY
-        } else {
-            s / m as f64
-        }
-    };
-    subset
-        .iter()
-        .copied()
-        .rev()
-        .max_by(|&a, &b| mean(a).total_cmp(&mean(b)))
-        .unwrap_or(0)
 }
 
 /// A widening's figures for one key.
