@@ -159,6 +159,23 @@ __device__ __forceinline__ void spmm_store_vec(T* __restrict__ y, long long at, 
     }
 }
 
+// Programmatic dependent launch (sm_90 and later; no-ops below): the
+// trigger lets the next kernel on the stream, when it was launched as a
+// programmatic dependent, start before this one ends; the wait blocks until
+// the kernel this one depends on has completed and its writes are visible
+// (at once when it was launched plainly).
+__device__ __forceinline__ void spmm_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void spmm_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // Mask of the G-lane group the calling lane belongs to (groups aligned).
 template <int G>
 __device__ __forceinline__ unsigned spmm_group_mask() {

@@ -27,6 +27,13 @@
 // 0: Y is never read), plus the bias under the epilogue, and writes empty
 // rows' final values (no range visits them); ENTRY_post after it applies the
 // epilogue's ReLU to split rows.
+//
+// Compiled for sm_90 and later, the three may overlap as programmatic
+// dependent launches (the host launches main and post so when the image
+// allows it): prep and main trigger their dependents at once; every thread
+// of main waits (griddepcontrol.wait) for prep to complete before its first
+// write to Y and before it exits, so main completing implies prep completed;
+// post waits for main before it reads Y.
 
 #include "spmm_common.cuh"
 
@@ -243,6 +250,14 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
     const unsigned lane = (unsigned)(tid & (GROUP - 1));
     const unsigned mask = spmm_group_mask<GROUP>();
     const long long stride = (long long)gridDim.x * (BLOCK / GROUP);
+    // Every thread waits for the pre-pass before its first write to Y (each
+    // item after its row search, a thread without items here), so main
+    // completes only after prep. Later items' waits find prep done; a
+    // per-thread "waited" flag instead changed the registers or spills of
+    // 71 of 96 sampled entries at sm_90 (this form: 34, no net growth).
+    if (tid / GROUP >= work) {
+        spmm_pdl_wait();
+    }
     // The loop condition and the walk are uniform across a stream (same w).
     for (long long w = tid / GROUP; w < work; w += stride) {
         const int kb = (int)(w / chunks) * SPMM_RANGE;
@@ -251,6 +266,8 @@ __device__ __forceinline__ void spmm_nnz_split(const int rows, const int nnz, co
         int row = spmm_stream_row_in(indptr, 0, rows - 1, kb, lane, mask);
         int rs = indptr[row];
         int re = indptr[row + 1];
+        // The row search (pointer reads only) overlaps the pre-pass.
+        spmm_pdl_wait();
         SPMM_ACC acc[COARSEN][V];
         T blk[COARSEN][V];
 #pragma unroll
@@ -387,6 +404,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) SPMM_CAT(ENTRY, _prep)(SPMM_
     (void)x;
     (void)ldx;
     (void)alpha;
+    spmm_pdl_trigger();
     if (n <= 0 || (SPMM_N > 0 && n != SPMM_N)) {
         return;
     }
@@ -402,6 +420,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK) SPMM_CAT(ENTRY, _post)(SPMM_
     (void)x;
     (void)ldx;
     (void)alpha;
+    // Main may still run (both launched as programmatic dependents): wait
+    // for it before reading y.
+    spmm_pdl_wait();
     if (n <= 0 || (SPMM_N > 0 && n != SPMM_N)) {
         return;
     }
@@ -411,7 +432,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK) SPMM_CAT(ENTRY, _post)(SPMM_
 
 extern "C" __global__ void __launch_bounds__(BLOCK) ENTRY(SPMM_ARGS) {
     (void)cols;
+    spmm_pdl_trigger();
     if (n <= 0 || (SPMM_N > 0 && n != SPMM_N)) {
+        // Nothing written; still complete only after the pre-pass.
+        spmm_pdl_wait();
         return;
     }
     if (spmm_vec_ok<VEC>(x, ldx, y, ldy)) {

@@ -239,3 +239,41 @@ fn nnz_split_split_rows_use_vector_atomics_on_sm90() {
         }
     }
 }
+
+/// The PTX of one entry: from its `.entry` line to the next entry.
+fn entry_ptx<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let start = ptx
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("{name} missing"));
+    let rest = &ptx[start + 1..];
+    &ptx[start..start + 1 + rest.find(".entry ").unwrap_or(rest.len())]
+}
+
+/// Nnz-split entries compiled for sm_90 overlap as programmatic dependent
+/// launches: prep and main trigger their dependents, main and post wait for
+/// the pass before them; compiled for sm_80 none of it is emitted (the host
+/// then launches them plainly).
+#[test]
+fn nnz_split_entries_wait_for_the_pass_before_them_on_sm90() {
+    if !nvrtc_available() {
+        return;
+    }
+    let v = SpmmVariant::FALLBACK;
+    let (trigger, wait) = ("griddepcontrol.launch_dependents;", "griddepcontrol.wait;");
+    for t in ValueType::ALL {
+        let k = generate_spmm(&v, t, DenseLayout::RowMajor, Some(64), &SpmmEpilogue::ALL).unwrap();
+        let ptx = nvrtc::compile_ptx(&k.source, "compute_90", &[]).unwrap();
+        for e in &k.entries {
+            let main = entry_ptx(&ptx, &e.name);
+            assert!(main.contains(trigger) && main.contains(wait), "{}", e.name);
+            let prep = entry_ptx(&ptx, &format!("{}_prep", e.name));
+            assert!(prep.contains(trigger) && !prep.contains(wait), "{}", e.name);
+            if e.epilogue.is_some() {
+                let post = entry_ptx(&ptx, &format!("{}_post", e.name));
+                assert!(post.contains(wait), "{}", e.name);
+            }
+        }
+        let old = nvrtc::compile_ptx(&k.source, "compute_80", &[]).unwrap();
+        assert!(!old.contains("griddepcontrol"), "{t}");
+    }
+}
