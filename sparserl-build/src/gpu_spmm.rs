@@ -224,7 +224,8 @@ impl<T: Scalar> SpmmSource for GpuSpmmSource<'_, T> {
         let loaded = match image {
             // SAFETY: `compile_image` made the image from the generator's
             // unit for exactly this variant, value type (`T::TYPE`: the value
-            // `tune_spmm` passed `precompile`), layout, width and epilogue.
+            // `tune_spmm` passed `precompile`), layout, width and epilogue,
+            // compiled and assembled for this GPU's architecture.
             Image::Cubin(c) => unsafe {
                 load_cubin(gpu, &c, v, T::TYPE, layout, Some(n), epilogue)
             },

@@ -1,5 +1,5 @@
-//! Typed SpMM launches: [`SpmmSpec`], the [`SpmmKernel`] trait and the one
-//! `unsafe` SpMM kernel launch.
+//! Typed SpMM launches: [`SpmmSpec`], the [`SpmmKernel`] trait and the
+//! `unsafe` SpMM kernel launches (plain, and programmatic dependent).
 //!
 //! Every SpMM entry has one ABI (`T` = `float` or `double`):
 //!
@@ -17,7 +17,14 @@
 //! [`PASS_WARPS`](super::variant::PASS_WARPS) warps, past that up to 32
 //! rows per warp: rows cut between warps start from `beta Y`, empty rows
 //! get their final value), the main entry, and `<entry>_post` (the epilogue's ReLU on the
-//! cut rows), launched in that order on the one stream.
+//! cut rows), launched in that order on the one stream. Entries compiled for
+//! sm_90 or later ([`SpmmFunctions::dependent`]) have main and post launched
+//! as programmatic dependents of the pass before them (`cuLaunchKernelEx`
+//! with programmatic stream serialization): their blocks start while that
+//! pass still runs and wait for it with `griddepcontrol.wait` before they
+//! touch `Y`, which hides a launch gap per pass on small matrices (a
+//! capture records programmatic edges; the first refusal by the driver makes
+//! every later launch plain).
 
 use super::variant::{SpmmEpilogue, SpmmShape, SpmmVariant, TRANSPOSE_BLOCK, workspace_ld};
 use super::workspace::with_workspace;
@@ -29,9 +36,14 @@ use crate::kernel::{Image, Provenance, arch_number};
 use crate::launch::load_entry;
 use crate::renumber::{Numbering, Operand};
 use crate::variant::ValueType;
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError, LaunchConfig,
+    PushKernelArg, sys,
+};
 use std::collections::BTreeSet;
+use std::ffi::c_void;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A compiled image of an SpMM module for one architecture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,11 +215,14 @@ impl SpmmEntryNames {
         out
     }
 
-    /// [`SpmmFunctions`] from the functions of [`SpmmEntryNames::list`], in order.
+    /// [`SpmmFunctions`] from the functions of [`SpmmEntryNames::list`], in
+    /// order, loaded from an image for architecture `arch` (`sm_NN` as a
+    /// number; `None`: unknown), which sets [`SpmmFunctions::dependent`].
     pub fn functions(
         &self,
         variant: SpmmVariant,
         width: Option<usize>,
+        arch: Option<u32>,
         mut next: impl FnMut() -> Result<CudaFunction, RtError>,
     ) -> Result<SpmmFunctions, RtError> {
         let main = next()?;
@@ -220,6 +235,7 @@ impl SpmmEntryNames {
             post: opt(&self.post)?,
             tin: opt(&self.tin)?,
             tout: opt(&self.tout)?,
+            dependent: waits_on_passes(arch),
         })
     }
 }
@@ -243,6 +259,30 @@ pub struct SpmmFunctions {
     /// Y back from the workspace, with `alpha`, `beta` and the epilogue
     /// (transposed path).
     pub tout: Option<CudaFunction>,
+    /// The entries were compiled for sm_90 or later, so the main entry waits
+    /// on the pre-pass with `griddepcontrol.wait` (and the post-pass on the
+    /// main entry): it and the post-pass may be launched as programmatic
+    /// dependents. Never set for an image of an older architecture (sm_80
+    /// PTX compiled by the driver for an sm_90 device lacks the wait).
+    pub dependent: bool,
+}
+
+/// Whether entries compiled for `arch` (`sm_NN` as a number; `None`:
+/// unknown) wait on the pass before them ([`SpmmFunctions::dependent`]):
+/// sm_90 or later.
+pub(crate) fn waits_on_passes(arch: Option<u32>) -> bool {
+    arch.is_some_and(|a| a >= 90)
+}
+
+/// The architecture the entries of `image` were compiled for: its own, or
+/// without one (NVRTC compiles the source for the device) `device`'s.
+pub(crate) fn image_arch(image: Option<Image>, device: Option<u32>) -> Option<u32> {
+    image.map_or(device, |i| arch_number(i.arch()))
+}
+
+/// The architecture of `gpu` as a number (`90` for `sm_90`).
+pub(crate) fn device_arch(gpu: &Gpu) -> Option<u32> {
+    arch_number(&gpu.arch())
 }
 
 /// Loads the entries of `variant` (width `width`, fused with `epilogue`)
@@ -260,7 +300,8 @@ pub(crate) fn load_spmm(
     let v = module.variant;
     let names = SpmmEntryNames::of(&v, value, layout, width, epilogue);
     let mut list = names.list().into_iter();
-    names.functions(v, width, || {
+    let arch = image_arch(image, device_arch(gpu));
+    names.functions(v, width, arch, || {
         let name = list
             .next()
             .ok_or_else(|| RtError::Compile("SpMM entry list mismatch".into()))?;
@@ -339,7 +380,8 @@ pub(crate) fn check_spmm<T: Scalar>(
 ///
 /// Crate-internal: `f` must have been loaded from a module generated for
 /// `f.variant` with this value type, layout and width (as [`SpmmKernel`]'s
-/// spec guarantees or an `unsafe` caller vouched for), and the operands must
+/// spec guarantees or an `unsafe` caller vouched for), compiled for sm_90 or
+/// later if `f.dependent` (as the loaders set it), and the operands must
 /// have passed [`check_spmm`] for that layout.
 pub(crate) fn launch_spmm<T: Scalar>(
     gpu: &Gpu,
@@ -443,6 +485,10 @@ fn launch_transposed<T: Scalar>(
     })
 }
 
+/// Set once the driver refused a programmatic dependent launch: later
+/// launches go plain.
+static DEPENDENT_REFUSED: AtomicBool = AtomicBool::new(false);
+
 /// The kernel ABI's arguments other than the matrix and `y`.
 struct RawArgs<'a, T: Scalar> {
     shape: SpmmShape,
@@ -463,17 +509,61 @@ impl<T: Scalar> RawArgs<'_, T> {
         y: &mut CudaSlice<T>,
     ) -> Result<(), RtError> {
         let v = f.variant;
+        let dependent = f.dependent && f.prep.is_some();
         if let Some(prep) = &f.prep {
             self.launch(enter, a, prep, v.pass_grid(self.shape.0), v.block, y)?;
         }
-        self.launch(enter, a, &f.main, v.grid(self.shape), v.block, y)?;
+        let main = (&f.main, v.grid(self.shape));
+        self.launch_after(enter, a, main, v.block, y, dependent)?;
         if let Some(post) = &f.post {
-            self.launch(enter, a, post, v.pass_grid(self.shape.0), v.block, y)?;
+            let post = (post, v.pass_grid(self.shape.0));
+            self.launch_after(enter, a, post, v.block, y, dependent)?;
         }
         Ok(())
     }
 
-    /// The one `unsafe` SpMM kernel launch.
+    /// `func` on `grid` blocks as a programmatic dependent of the launch
+    /// before it when `dependent` (and the driver has not refused one),
+    /// else plainly. A refusal for the attribute falls back to the plain
+    /// launch and makes every later one plain.
+    fn launch_after(
+        &self,
+        stream: &Enter<'_>,
+        a: &DeviceCsr<T>,
+        (func, grid): (&CudaFunction, u32),
+        block: u32,
+        y: &mut CudaSlice<T>,
+        dependent: bool,
+    ) -> Result<(), RtError> {
+        if !dependent || DEPENDENT_REFUSED.load(Ordering::Relaxed) {
+            return self.launch(stream, a, func, grid, block, y);
+        }
+        match self.launch_dependent(stream, a, func, grid, block, y) {
+            Err(DriverError(
+                e @ (sys::CUresult::CUDA_ERROR_NOT_SUPPORTED
+                | sys::CUresult::CUDA_ERROR_INVALID_VALUE),
+            )) => {
+                if !DEPENDENT_REFUSED.swap(true, Ordering::Relaxed) {
+                    log::info!(
+                        "sparserl: the driver refused a programmatic dependent SpMM launch \
+                         ({e:?}); nnz-split passes are launched plainly from now on"
+                    );
+                }
+                self.launch(stream, a, func, grid, block, y)
+            }
+            r => Ok(r?),
+        }
+    }
+
+    /// The scalar arguments (rows, cols, nnz, n, ldx, ldy).
+    fn ints(&self) -> [i32; 6] {
+        let (rows, cols, nnz, n) = self.shape;
+        // DeviceCsr and DeviceDense guarantee every size is below i32::MAX.
+        let (ldx, ldy) = (self.x.1, self.ldy);
+        [rows, cols, nnz, n, ldx, ldy].map(|v| v as i32)
+    }
+
+    /// The one `unsafe` plain SpMM kernel launch.
     fn launch(
         &self,
         stream: &Enter<'_>,
@@ -483,10 +573,7 @@ impl<T: Scalar> RawArgs<'_, T> {
         block: u32,
         y: &mut CudaSlice<T>,
     ) -> Result<(), RtError> {
-        let (rows, cols, nnz, n) = self.shape;
-        // DeviceCsr and DeviceDense guarantee every size is below i32::MAX.
-        let (rows, cols, nnz, n) = (rows as i32, cols as i32, nnz as i32, n as i32);
-        let (ldx, ldy) = (self.x.1 as i32, self.ldy as i32);
+        let [rows, cols, nnz, n, ldx, ldy] = self.ints();
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (block, 1, 1),
@@ -528,6 +615,103 @@ impl<T: Scalar> RawArgs<'_, T> {
         // the same stream).
         unsafe { b.launch(cfg) }?;
         Ok(())
+    }
+
+    /// The one `unsafe` programmatic dependent SpMM launch: the arguments
+    /// of [`RawArgs::launch`], in its order, through `cuLaunchKernelEx`.
+    fn launch_dependent(
+        &self,
+        stream: &Enter<'_>,
+        a: &DeviceCsr<T>,
+        func: &CudaFunction,
+        grid: u32,
+        block: u32,
+        y: &mut CudaSlice<T>,
+    ) -> Result<(), DriverError> {
+        let [rows, cols, nnz, n, ldx, ldy] = self.ints();
+        let s: &CudaStream = stream;
+        // The guards (no-ops: event tracking is off) outlive the launch.
+        let (indptr, _indptr) = a.indptr().device_ptr(s);
+        let (indices, _indices) = a.indices().device_ptr(s);
+        let (values, _values) = a.values().device_ptr(s);
+        let (x, _x) = self.x.0.device_ptr(s);
+        let (bias, _bias) = self.bias.device_ptr(s);
+        let (y, _y) = y.device_ptr_mut(s);
+        fn arg<A>(v: &A) -> *mut c_void {
+            v as *const A as *mut c_void
+        }
+        let (alpha, beta) = (&self.alpha, &self.beta);
+        let mut params = [
+            arg(&rows),
+            arg(&cols),
+            arg(&nnz),
+            arg(&n),
+            arg(&indptr),
+            arg(&indices),
+            arg(&values),
+            arg(&x),
+            arg(&ldx),
+            arg(&y),
+            arg(&ldy),
+            arg(alpha),
+            arg(beta),
+            arg(&bias),
+        ];
+        let mut attr = programmatic_serialization();
+        let cfg = dependent_config(s, grid, block, &mut attr);
+        s.context().bind_to_thread()?;
+        let f = func.cu_function();
+        // SAFETY: as in `RawArgs::launch` (the same entry, the arguments in
+        // the same order, the same buffers and lifetimes): `params` points
+        // at locals that live until the call returns (the driver copies the
+        // values at the call), `cfg` at `attr`, likewise. The attribute only
+        // relaxes this launch's dependency on the one immediately before it
+        // on the stream (the pre-pass for main, main for the post-pass: one
+        // enqueue guard covers the sequence and no event is recorded between
+        // them), whose writes main and post wait for with
+        // `griddepcontrol.wait` before any conflicting access to Y, because
+        // `main` calls this only for `SpmmFunctions::dependent` entries,
+        // compiled for sm_90 or later; main's threads also wait before they
+        // exit, so main completes only after the pre-pass. The pre-pass
+        // itself is launched plainly, so it and all earlier work whose
+        // results the dependents read (X, the transposed path's workspace,
+        // the matrix) complete before it starts.
+        unsafe { sys::cuLaunchKernelEx(&cfg, f, params.as_mut_ptr(), std::ptr::null_mut()) }
+            .result()
+    }
+}
+
+/// The launch attribute that lets a kernel start before the one before it
+/// on the stream completes (it waits for that with `griddepcontrol.wait`).
+fn programmatic_serialization() -> sys::CUlaunchAttribute {
+    let mut value = sys::CUlaunchAttributeValue { pad: [0; 64] };
+    value.programmaticStreamSerializationAllowed = 1;
+    sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+        pad: [0; 4],
+        value,
+    }
+}
+
+/// A one-dimensional launch of `grid` blocks of `block` threads on `s`
+/// with the one attribute `attr` (which must outlive its use).
+fn dependent_config(
+    s: &CudaStream,
+    grid: u32,
+    block: u32,
+    attr: &mut sys::CUlaunchAttribute,
+) -> sys::CUlaunchConfig {
+    sys::CUlaunchConfig {
+        gridDimX: grid,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 0,
+        hStream: s.cu_stream(),
+        attrs: attr,
+        numAttrs: 1,
     }
 }
 

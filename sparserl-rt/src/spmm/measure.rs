@@ -4,13 +4,16 @@
 //! [`time_launches`]: warm-up, median of many, short launches as graph
 //! replays, rotating X / Y copies when the working set fits in L2).
 
-use super::launch::{SpmmEntryNames, SpmmFunctions, SpmmOperands, check_spmm, launch_spmm};
+use super::launch::{
+    SpmmEntryNames, SpmmFunctions, SpmmOperands, check_spmm, device_arch, launch_spmm,
+};
 use super::reference::{SpmmCase, max_row_rel_err, spmm_reference};
 use super::variant::{SpmmEpilogue, SpmmVariant, spmm_bytes};
 use crate::csr::Csr;
 use crate::dense::{DenseLayout, DeviceDense};
 use crate::device::{DeviceCsr, DeviceVec, Gpu, Layouts, Scalar};
 use crate::error::RtError;
+use crate::kernel::ptx_target_arch;
 use crate::measure::{MeasureOptions, finite_or_null, random_x, stats, time_launches, tolerance};
 use crate::variant::ValueType;
 use cudarc::nvrtc::Ptx;
@@ -211,7 +214,9 @@ impl<T: Scalar> SpmmBench<T> {
     ///
     /// # Safety
     /// `f` must hold entries of the SpMM ABI for `T` and this bench's
-    /// layout, generated for `f.variant` at `f.width` with `epilogue`.
+    /// layout, generated for `f.variant` at `f.width` with `epilogue`, and
+    /// compiled for sm_90 or later if `f.dependent` (as this module's
+    /// loaders set it).
     pub unsafe fn check(
         &self,
         f: &SpmmFunctions,
@@ -385,8 +390,8 @@ impl<T: Scalar> SpmmBench<T> {
 }
 
 /// Compiles `source` (a generated SpMM unit of `variant` for `T` and
-/// `layout`) with NVRTC for `gpu` and loads the entry of `width` and
-/// `epilogue` with its passes.
+/// `layout`) with NVRTC for `gpu`'s architecture and loads the entry of
+/// `width` and `epilogue` with its passes.
 ///
 /// # Safety
 /// `source` must be `sparserl-build`'s SpMM codegen output for exactly
@@ -405,7 +410,8 @@ pub unsafe fn load_source<T: Scalar>(
     unsafe { load_ptx(gpu, &ptx, variant, T::TYPE, layout, width, epilogue) }
 }
 
-/// [`load_source`] for PTX already compiled from such a source.
+/// [`load_source`] for PTX already compiled from such a source (its
+/// `.target` sets [`SpmmFunctions::dependent`]; none that parses: false).
 ///
 /// # Safety
 /// As [`load_source`], for the PTX of that source.
@@ -418,7 +424,7 @@ pub unsafe fn load_ptx(
     width: Option<usize>,
     epilogue: Option<SpmmEpilogue>,
 ) -> Result<SpmmFunctions, RtError> {
-    let image = || Ok(Ptx::from_src(ptx.to_string()));
+    let image = (ptx_target_arch(ptx), || Ok(Ptx::from_src(ptx.to_string())));
     // SAFETY: forwarded from the caller.
     unsafe { load_one(gpu, image, variant, value, layout, (width, epilogue)) }
 }
@@ -427,7 +433,10 @@ pub unsafe fn load_ptx(
 /// GPU's architecture (loaded as is: no compile by the driver).
 ///
 /// # Safety
-/// As [`load_source`], for the cubin of that source.
+/// As [`load_source`], for the cubin of that source, compiled and assembled
+/// for this GPU's architecture (as [`load_source`] compiles it): its
+/// entries are taken to hold the waits of that architecture, which
+/// [`SpmmFunctions::dependent`] launches rely on.
 pub unsafe fn load_cubin(
     gpu: &Gpu,
     cubin: &[u8],
@@ -437,7 +446,7 @@ pub unsafe fn load_cubin(
     width: Option<usize>,
     epilogue: Option<SpmmEpilogue>,
 ) -> Result<SpmmFunctions, RtError> {
-    let image = || Ok(Ptx::from_binary(cubin.to_vec()));
+    let image = (device_arch(gpu), || Ok(Ptx::from_binary(cubin.to_vec())));
     // SAFETY: forwarded from the caller.
     unsafe { load_one(gpu, image, variant, value, layout, (width, epilogue)) }
 }
@@ -448,7 +457,7 @@ pub unsafe fn load_cubin(
 /// As [`load_entries`].
 unsafe fn load_one(
     gpu: &Gpu,
-    image: impl FnOnce() -> Result<Ptx, RtError>,
+    image: (Option<u32>, impl FnOnce() -> Result<Ptx, RtError>),
     variant: &SpmmVariant,
     value: ValueType,
     layout: DenseLayout,
@@ -473,19 +482,21 @@ pub unsafe fn load_ptx_entries(
     layout: DenseLayout,
     which: &[(Option<usize>, Option<SpmmEpilogue>)],
 ) -> Result<Vec<SpmmFunctions>, RtError> {
-    let image = || Ok(Ptx::from_src(ptx.to_string()));
+    let image = (ptx_target_arch(ptx), || Ok(Ptx::from_src(ptx.to_string())));
     // SAFETY: forwarded from the caller.
     unsafe { load_entries(gpu, image, variant, value, layout, which) }
 }
 
-/// The entries `which` of the module `image` makes (PTX or cubin).
+/// The entries `which` of the module `image.1` makes (PTX or cubin) for
+/// architecture `image.0` (`None`: unknown; see
+/// [`SpmmFunctions::dependent`]).
 ///
 /// # Safety
 /// `image` must make the module of a generated unit of `variant`, `value`
 /// and `layout` holding every pair of `which`.
 unsafe fn load_entries(
     gpu: &Gpu,
-    image: impl FnOnce() -> Result<Ptx, RtError>,
+    (arch, image): (Option<u32>, impl FnOnce() -> Result<Ptx, RtError>),
     variant: &SpmmVariant,
     value: ValueType,
     layout: DenseLayout,
@@ -502,7 +513,7 @@ unsafe fn load_entries(
     let mut funcs = unsafe { gpu.functions_of_module(&flat, image) }?.into_iter();
     let mut out = Vec::with_capacity(which.len());
     for (&(width, _), names) in which.iter().zip(&names) {
-        out.push(names.functions(v, width, || {
+        out.push(names.functions(v, width, arch, || {
             funcs
                 .next()
                 .ok_or_else(|| RtError::Compile("SpMM entry list mismatch".into()))

@@ -259,7 +259,7 @@ fn epilogues_parse_their_spelling() {
 }
 
 mod spec {
-    use super::super::launch::{SpmmImage, SpmmModule, SpmmSpec};
+    use super::super::launch::{SpmmImage, SpmmModule, SpmmSpec, image_arch, waits_on_passes};
     use super::*;
     use crate::kernel::{Image, Provenance};
 
@@ -352,6 +352,34 @@ mod spec {
             ..module(None)
         };
         assert_eq!(bare.image_for("k", (9, 0)).unwrap(), None);
+    }
+
+    /// Main and post wait on the pass before them (and may be launched as
+    /// programmatic dependents) only in images compiled for sm_90 or later:
+    /// not the sm_80 PTX the driver compiles for an sm_86 device, nor for an
+    /// sm_90 device when only sm_80 was embedded; NVRTC without an image
+    /// compiles for the device.
+    #[test]
+    fn only_sm90_images_wait_on_the_passes() {
+        static OLD: [SpmmImage; 1] = [SpmmImage {
+            arch: "sm_80",
+            ptx: "p80",
+            cubin: None,
+        }];
+        let old = SpmmModule {
+            images: &OLD,
+            ..module(Some(32))
+        };
+        let waits = |m: &SpmmModule, cc: (i32, i32)| {
+            let device = Some((cc.0 * 10 + cc.1) as u32);
+            waits_on_passes(image_arch(m.image_for("k", cc).unwrap(), device))
+        };
+        let m = module(Some(32));
+        assert!(waits(&m, (9, 0)) && waits(&m, (10, 0)) && !waits(&m, (8, 6)));
+        assert!(!waits(&old, (9, 0)) && !waits(&old, (10, 0)));
+        assert!(waits_on_passes(image_arch(None, Some(90))));
+        assert!(!waits_on_passes(image_arch(None, Some(86))));
+        assert!(!waits_on_passes(image_arch(None, None)));
     }
 }
 
