@@ -109,7 +109,8 @@ pub fn arch_number(arch: &str) -> Option<u32> {
 
 /// The architecture number of the first `.target` directive of `ptx` (`90`
 /// for `.target sm_90`, `sm_90a` or `sm_90, debug`); `None` without one or
-/// when it does not parse.
+/// when it does not parse. (Used by the measuring loaders of `tools`.)
+#[cfg(any(feature = "tools", test))]
 pub(crate) fn ptx_target_arch(ptx: &str) -> Option<u32> {
     let rest = ptx
         .lines()
